@@ -1,0 +1,101 @@
+"""Attention over a paged KV cache, with an optional custom mask over a request's new tokens.
+
+Chapter 7 (components) and chapter 3 (tree attention). vLLM counterparts: the attention backends in
+`vllm/v1/attention/backends/` (FlashAttention for chains, `tree_attn.py` for trees) and the cache writes of
+`reshape_and_cache_flash`. minispec keeps one readable path in plain PyTorch:
+
+1. write each new token's key and value at its slot (`slot_mapping`);
+2. gather every request's keys and values from its slots into a padded batch (`key_slots`);
+3. run `scaled_dot_product_attention` with a boolean mask that is causal within the request, or follows a
+   custom (tree) mask among the request's new tokens.
+
+The runner builds `AttentionMetadata` once per step; every layer reuses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class AttentionMetadata:
+    num_tokens: int  # T: new tokens in the flattened batch
+    slot_mapping: torch.Tensor  # [T] int64: cache slot written by each new token
+    query_index: torch.Tensor  # [B, Q] int64: index into the T new tokens, T for padding
+    output_index: torch.Tensor  # [T] int64: position of each new token in the flattened [B * Q] output
+    key_slots: torch.Tensor  # [B, S] int64: cache slots of every key a request attends to (padded with 0)
+    attn_mask: torch.Tensor  # [B, 1, Q, S] bool: True where a query may attend to a key
+    is_uniform_decode: bool = False  # every request has exactly one new token: no gathers needed
+
+
+def build_attention_mask(
+    context_lens: torch.Tensor,
+    query_lens: torch.Tensor,
+    max_query_len: int,
+    max_seq_len: int,
+    custom_masks: dict[int, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Causal mask over [context + new tokens] for each request, padded to [B, 1, Q, S].
+
+    `custom_masks[b]` ([q_len, q_len] bool) replaces the causal order among request b's new tokens (a token
+    tree: each node sees the context and its ancestors). Padded query rows see key 0 so that softmax stays
+    finite; their outputs are dropped.
+    """
+    device = context_lens.device
+    q = torch.arange(max_query_len, device=device)  # [Q]
+    s = torch.arange(max_seq_len, device=device)  # [S]
+    query_pos = context_lens[:, None] + q[None, :]  # [B, Q]
+    seq_lens = context_lens + query_lens  # [B]
+    mask = (s[None, None, :] <= query_pos[:, :, None]) & (s[None, None, :] < seq_lens[:, None, None])
+    for b, custom in (custom_masks or {}).items():
+        ctx, n = int(context_lens[b]), int(query_lens[b])
+        mask[b, :n, ctx : ctx + n] = custom.to(device=device, dtype=torch.bool)
+    padded_rows = q[None, :] >= query_lens[:, None]  # [B, Q]
+    mask[padded_rows] = False
+    mask[..., 0] |= padded_rows
+    return mask[:, None]  # [B, 1, Q, S]
+
+
+class PagedAttention(torch.nn.Module):
+    """Scaled dot-product attention whose keys and values live in a flat paged cache."""
+
+    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int):
+        super().__init__()
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.scale = head_dim**-0.5
+
+    def forward(
+        self,
+        q: torch.Tensor,  # [T, num_heads, head_dim]
+        k: torch.Tensor,  # [T, num_kv_heads, head_dim]
+        v: torch.Tensor,  # [T, num_kv_heads, head_dim]
+        kv_cache: tuple[torch.Tensor, torch.Tensor],  # 2 x [num_slots, num_kv_heads, head_dim]
+        meta: AttentionMetadata,
+    ) -> torch.Tensor:  # [T, num_heads, head_dim]
+        k_cache, v_cache = kv_cache
+        k_cache[meta.slot_mapping] = k
+        v_cache[meta.slot_mapping] = v
+
+        if meta.is_uniform_decode:
+            q_batch = q[:, None]  # [B, 1, H, D]
+        else:
+            q_pad = torch.cat([q, q.new_zeros(1, *q.shape[1:])])  # row T is the padding row
+            q_batch = q_pad[meta.query_index]  # [B, Q, H, D]
+        keys = k_cache[meta.key_slots].transpose(1, 2)  # [B, Hkv, S, D]
+        values = v_cache[meta.key_slots].transpose(1, 2)  # [B, Hkv, S, D]
+        out = F.scaled_dot_product_attention(
+            q_batch.transpose(1, 2),  # [B, H, Q, D]
+            keys,
+            values,
+            attn_mask=meta.attn_mask,
+            scale=self.scale,
+            enable_gqa=self.num_heads != self.num_kv_heads,
+        ).transpose(1, 2)  # [B, Q, H, D]
+        if meta.is_uniform_decode:
+            return out[:, 0]
+        return out.reshape(-1, self.num_heads, self.head_dim)[meta.output_index]

@@ -1,0 +1,87 @@
+"""Engine configuration: model, KV cache, scheduler and speculative decoding.
+
+Chapter 7. vLLM counterparts: `vllm/config/model.py`, `cache.py`, `scheduler.py`, `speculative.py`.
+Each is a dataclass that checks its own values, so a bad argument fails at `LLM(...)` with a message naming
+the parameter, not deep inside a step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_SPEC_LEN = 16  # the longest draft a request may carry; bounds the rejection sampler's output width
+SPEC_METHODS = ("ngram", "draft_model")
+FUTURE_SPEC_METHODS = ("medusa", "eagle", "eagle3")
+
+
+@dataclass
+class CacheConfig:
+    block_size: int = 16
+    num_blocks: int | None = None  # None: sized from kv_cache_memory_bytes
+    kv_cache_memory_bytes: int = 256 * 2**20
+
+    def __post_init__(self) -> None:
+        if self.block_size < 1:
+            raise ValueError(f"block_size={self.block_size} must be >= 1")
+        if self.num_blocks is not None and self.num_blocks < 1:
+            raise ValueError(f"num_kv_blocks={self.num_blocks} must be >= 1 (or None to size it from memory)")
+
+
+@dataclass
+class SchedulerConfig:
+    max_num_seqs: int = 64
+    max_num_batched_tokens: int = 4096
+    max_model_len: int = 2048
+
+    def __post_init__(self) -> None:
+        if self.max_num_seqs < 1:
+            raise ValueError(f"max_num_seqs={self.max_num_seqs} must be >= 1")
+        if self.max_num_batched_tokens < 1:
+            raise ValueError(f"max_num_batched_tokens={self.max_num_batched_tokens} must be >= 1")
+
+
+@dataclass
+class SpeculativeConfig:
+    """`LLM(speculative_config={...})`, with vLLM's field names."""
+
+    method: str
+    num_speculative_tokens: int = 3
+    model: str | None = None
+    prompt_lookup_min: int | None = None
+    prompt_lookup_max: int | None = None
+    disable_by_batch_size: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.method in FUTURE_SPEC_METHODS:
+            raise ValueError(f"method={self.method!r} is not available yet; choose one of {list(SPEC_METHODS)}")
+        if self.method not in SPEC_METHODS:
+            raise ValueError(f"method={self.method!r} is unknown; choose one of {list(SPEC_METHODS)}")
+        k = self.num_speculative_tokens
+        if not isinstance(k, int) or not 1 <= k <= MAX_SPEC_LEN:
+            raise ValueError(f"num_speculative_tokens={k!r} must be an integer in [1, {MAX_SPEC_LEN}]")
+        if self.method == "draft_model" and not self.model:
+            raise ValueError("method='draft_model' needs model=<draft model folder or 'zoo:draft'>")
+        if self.method == "ngram":
+            self.prompt_lookup_max = self.prompt_lookup_max or self.prompt_lookup_min or 4
+            self.prompt_lookup_min = self.prompt_lookup_min or 1
+            if not 1 <= self.prompt_lookup_min <= self.prompt_lookup_max:
+                raise ValueError(
+                    f"prompt_lookup_min={self.prompt_lookup_min}, prompt_lookup_max={self.prompt_lookup_max}: "
+                    "need 1 <= prompt_lookup_min <= prompt_lookup_max"
+                )
+        if self.disable_by_batch_size is not None and self.disable_by_batch_size < 1:
+            raise ValueError(f"disable_by_batch_size={self.disable_by_batch_size} must be >= 1 or None")
+
+    @classmethod
+    def from_dict(cls, spec: SpeculativeConfig | dict[str, Any] | None) -> SpeculativeConfig | None:
+        if spec is None or isinstance(spec, SpeculativeConfig):
+            return spec
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        unknown = sorted(set(spec) - known)
+        if unknown:
+            raise ValueError(f"speculative_config has unknown keys {unknown}; known keys: {sorted(known)}")
+        if "method" not in spec:
+            raise ValueError(f"speculative_config needs a 'method', one of {list(SPEC_METHODS)}")
+        return cls(**spec)

@@ -1,0 +1,159 @@
+"""The step loop: schedule, run the model, update requests, collect finished outputs.
+
+Chapter 8. vLLM counterparts: `vllm/v1/engine/llm_engine.py` and `vllm/v1/engine/core.py` (`EngineCore.step`).
+vLLM splits the engine across processes (an input processor, the engine core, an output processor); minispec
+keeps all three in this one class so one step reads top to bottom:
+
+    scheduler_output = scheduler.schedule()
+    runner_output = model_runner.execute_model(scheduler_output)
+    finished = scheduler.update_from_output(scheduler_output, runner_output)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer
+
+from minispec.config import CacheConfig, SchedulerConfig, SpeculativeConfig
+from minispec.core.kv_cache_manager import KVCacheManager, cdiv
+from minispec.core.request import Request
+from minispec.core.sched.scheduler import Scheduler
+from minispec.model_executor.model_loader import get_model, resolve_model_path
+from minispec.outputs import CompletionOutput, RequestOutput
+from minispec.sample.metadata import make_generator
+from minispec.sampling_params import SamplingParams
+from minispec.worker.model_runner import ModelRunner
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        return torch.device(device)
+    except RuntimeError as e:
+        raise ValueError(f"device={device!r} is not a torch device; use 'auto', 'cpu' or 'cuda'") from e
+
+
+class LLMEngine:
+    def __init__(
+        self,
+        model: str,
+        tokenizer: str | None = None,
+        dtype: str = "float32",
+        max_model_len: int | None = None,
+        max_num_seqs: int = 64,
+        max_num_batched_tokens: int | None = None,
+        block_size: int = 16,
+        num_kv_blocks: int | None = None,
+        device: str = "auto",
+        speculative_config: SpeculativeConfig | None = None,
+    ):
+        self.device = resolve_device(device)
+        self.model_path = resolve_model_path(model)
+        self.model = get_model(self.model_path, dtype, self.device)
+        arch = self.model.config
+        max_model_len = max_model_len or arch.max_position_embeddings
+        if not 1 <= max_model_len <= arch.max_position_embeddings:
+            raise ValueError(
+                f"max_model_len={max_model_len} must be in [1, {arch.max_position_embeddings}] "
+                "(max_position_embeddings of the model)"
+            )
+        self.tokenizer = AutoTokenizer.from_pretrained(str(resolve_model_path(tokenizer or model)))
+        self.eos_token_ids = self._eos_token_ids()
+        self.scheduler_config = SchedulerConfig(
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_num_batched_tokens or max(4096, max_model_len),
+            max_model_len=max_model_len,
+        )
+        self.cache_config = CacheConfig(block_size=block_size, num_blocks=num_kv_blocks)
+        self.speculative_config = speculative_config
+        num_blocks = self._num_blocks(arch)
+        self.kv_cache_manager = KVCacheManager(num_blocks, block_size)
+        self.scheduler = Scheduler(self.scheduler_config, self.kv_cache_manager)
+        self.model_runner = ModelRunner(self.model, self._allocate_kv_caches(num_blocks), block_size, self.device)
+        self._request_counter = itertools.count()
+
+    # ---- set-up -------------------------------------------------------------------------------------
+    def _eos_token_ids(self) -> set[int]:
+        ids = set()
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(self.tokenizer.eos_token_id)
+        gen_config = self.model_path / "generation_config.json"
+        if gen_config.is_file():
+            eos = json.loads(gen_config.read_text()).get("eos_token_id")
+            ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        return ids
+
+    def _num_blocks(self, arch) -> int:
+        cfg = self.cache_config
+        needed = self.scheduler_config.max_num_seqs * cdiv(self.scheduler_config.max_model_len, cfg.block_size)
+        if cfg.num_blocks is not None:
+            return cfg.num_blocks
+        bytes_per_block = 2 * arch.num_hidden_layers * cfg.block_size * arch.num_key_value_heads * arch.head_dim
+        bytes_per_block *= self.model.model.embed_tokens.weight.element_size()
+        return max(1, min(needed, cfg.kv_cache_memory_bytes // bytes_per_block))
+
+    def _allocate_kv_caches(self, num_blocks: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        arch = self.model.config
+        shape = (num_blocks * self.cache_config.block_size, arch.num_key_value_heads, arch.head_dim)
+        dtype = self.model.model.embed_tokens.weight.dtype
+        return [
+            (torch.zeros(shape, dtype=dtype, device=self.device), torch.zeros(shape, dtype=dtype, device=self.device))
+            for _ in range(arch.num_hidden_layers)
+        ]
+
+    # ---- requests -----------------------------------------------------------------------------------
+    def add_request(self, prompt: str | None, prompt_token_ids: list[int], params: SamplingParams) -> str:
+        max_model_len = self.scheduler_config.max_model_len
+        if not prompt_token_ids:
+            raise ValueError("prompt is empty: a request needs at least one prompt token")
+        if len(prompt_token_ids) >= max_model_len:
+            raise ValueError(
+                f"prompt has {len(prompt_token_ids)} tokens; it must be shorter than max_model_len={max_model_len} "
+                "to leave room for at least one generated token"
+            )
+        vocab = self.model.config.vocab_size
+        if min(prompt_token_ids) < 0 or max(prompt_token_ids) >= vocab:
+            raise ValueError(f"prompt_token_ids must be in [0, {vocab}); got ids outside that range")
+        longest = min(len(prompt_token_ids) + params.max_tokens, max_model_len)
+        if cdiv(longest, self.cache_config.block_size) > self.kv_cache_manager.block_pool.num_blocks:
+            raise ValueError(
+                f"a request of up to {longest} tokens needs more KV blocks than num_kv_blocks="
+                f"{self.kv_cache_manager.block_pool.num_blocks}; raise num_kv_blocks or lower max_tokens"
+            )
+        request = Request(str(next(self._request_counter)), prompt_token_ids, params, self.eos_token_ids, prompt)
+        if params.seed is not None:
+            request.generator = make_generator(params.seed, self.device)
+        self.scheduler.add_request(request)
+        return request.request_id
+
+    def has_unfinished_requests(self) -> bool:
+        return self.scheduler.has_unfinished_requests()
+
+    # ---- the step -----------------------------------------------------------------------------------
+    def step(self) -> list[RequestOutput]:
+        scheduler_output = self.scheduler.schedule()
+        if scheduler_output.total_num_scheduled_tokens == 0:
+            raise RuntimeError("the scheduler could not schedule any token; the KV cache is too small")
+        block_table = [self.kv_cache_manager.get_block_ids(r.request_id) for r in scheduler_output.scheduled_requests]
+        runner_output = self.model_runner.execute_model(scheduler_output, block_table)
+        finished = self.scheduler.update_from_output(
+            scheduler_output, runner_output.sampled_token_ids, runner_output.spec_token_ids, runner_output.logprobs
+        )
+        return [self._make_output(r) for r in finished]
+
+    def _make_output(self, request: Request) -> RequestOutput:
+        text = self.tokenizer.decode(request.output_token_ids, skip_special_tokens=True)
+        completion = CompletionOutput(
+            index=0,
+            text=text,
+            token_ids=list(request.output_token_ids),
+            finish_reason=request.get_finished_reason(),
+            stop_reason=request.stop_reason,
+            logprobs=request.logprobs,
+        )
+        return RequestOutput(request.request_id, request.prompt, request.prompt_token_ids, [completion])

@@ -1,0 +1,1 @@
+"""minispec.model_executor.models"""

@@ -1,0 +1,243 @@
+"""A Llama-family decoder (Llama, Qwen2, Qwen3) in plain PyTorch, attending over the paged KV cache.
+
+Chapter 7. vLLM counterparts: `vllm/model_executor/models/llama.py` (and `qwen2.py`, `qwen3.py`). As in vLLM,
+q/k/v and gate/up projections are fused into one matmul each (`qkv_proj`, `gate_up_proj`) and the model runs
+on a flattened batch of tokens ([num_tokens, hidden]) rather than on padded [batch, seq] tensors. What the
+config switches:
+
+- Qwen2: bias on q/k/v (`attention_bias`, implied by model_type "qwen2").
+- Qwen3: RMSNorm over each head of q and k before RoPE (`q_norm`, `k_norm`).
+- tied or untied `lm_head`; grouped-query attention (`num_key_value_heads`); `head_dim` when given.
+
+`forward` can also return hidden states of chosen layers (EAGLE-3 reads three of them); the last hidden
+state, after the final norm, is what Medusa heads and EAGLE read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from minispec.attention.paged_attention import AttentionMetadata, PagedAttention
+
+
+@dataclass
+class LlamaArchConfig:
+    """The fields of a Hugging Face config.json that the decoder needs."""
+
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    rope_theta: float
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    qk_norm: bool
+
+    @classmethod
+    def from_hf(cls, hf: dict) -> LlamaArchConfig:
+        model_type = hf.get("model_type", "llama")
+        rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+        rope_type = rope.get("rope_type", rope.get("type", "default"))
+        if rope_type not in ("default", None):
+            raise ValueError(f"rope_scaling type {rope_type!r} is not supported; minispec supports 'default' RoPE")
+        heads = hf["num_attention_heads"]
+        return cls(
+            model_type=model_type,
+            vocab_size=hf["vocab_size"],
+            hidden_size=hf["hidden_size"],
+            intermediate_size=hf["intermediate_size"],
+            num_hidden_layers=hf["num_hidden_layers"],
+            num_attention_heads=heads,
+            num_key_value_heads=hf.get("num_key_value_heads") or heads,
+            head_dim=hf.get("head_dim") or hf["hidden_size"] // heads,
+            rms_norm_eps=hf.get("rms_norm_eps", 1e-6),
+            rope_theta=float(hf.get("rope_theta", rope.get("rope_theta", 10000.0))),
+            max_position_embeddings=hf.get("max_position_embeddings", 2048),
+            tie_word_embeddings=hf.get("tie_word_embeddings", False),
+            attention_bias=hf.get("attention_bias", model_type == "qwen2"),
+            mlp_bias=hf.get("mlp_bias", False),
+            qk_norm=model_type == "qwen3",
+        )
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embedding, rotate-half layout (as Hugging Face Llama checkpoints expect)."""
+
+    def __init__(self, head_dim: int, max_position: int, theta: float):
+        super().__init__()
+        inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim)
+        freqs = torch.outer(torch.arange(max_position, dtype=torch.float32), inv_freq)  # [P, D/2]
+        self.register_buffer("cos_sin", torch.cat([freqs.cos(), freqs.sin()], dim=-1), persistent=False)
+
+    def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor):
+        cos, sin = self.cos_sin[positions].chunk(2, dim=-1)  # [T, D/2] each
+        return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+
+    @staticmethod
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        x1, x2 = x.float().chunk(2, dim=-1)  # [T, H, D/2]
+        cos, sin = cos[:, None], sin[:, None]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, cfg: LlamaArchConfig):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.q_size = self.num_heads * self.head_dim
+        self.kv_size = self.num_kv_heads * self.head_dim
+        self.qkv_proj = nn.Linear(cfg.hidden_size, self.q_size + 2 * self.kv_size, bias=cfg.attention_bias)
+        self.o_proj = nn.Linear(self.q_size, cfg.hidden_size, bias=cfg.attention_bias and cfg.model_type != "qwen2")
+        self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
+        self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
+        self.rotary_emb = RotaryEmbedding(self.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
+        self.attn = PagedAttention(self.num_heads, self.num_kv_heads, self.head_dim)
+
+    def forward(self, positions, hidden_states, kv_cache, attn_metadata: AttentionMetadata) -> torch.Tensor:
+        num_tokens = hidden_states.shape[0]
+        q, k, v = self.qkv_proj(hidden_states).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = q.view(num_tokens, self.num_heads, self.head_dim)
+        k = k.view(num_tokens, self.num_kv_heads, self.head_dim)
+        v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = self.rotary_emb(positions, q, k)
+        out = self.attn(q, k, v, kv_cache, attn_metadata)  # [T, H, D]
+        return self.o_proj(out.reshape(num_tokens, self.q_size))
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, cfg: LlamaArchConfig):
+        super().__init__()
+        self.intermediate_size = cfg.intermediate_size
+        self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=cfg.mlp_bias)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up_proj(x).split(self.intermediate_size, dim=-1)
+        return self.down_proj(nn.functional.silu(gate) * up)
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, cfg: LlamaArchConfig):
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = LlamaAttention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = LlamaMLP(cfg)
+
+    def forward(self, positions, hidden_states, kv_cache, attn_metadata) -> torch.Tensor:
+        h = hidden_states + self.self_attn(positions, self.input_layernorm(hidden_states), kv_cache, attn_metadata)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, cfg: LlamaArchConfig):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(LlamaDecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+@dataclass
+class ModelOutput:
+    hidden_states: torch.Tensor  # [T, hidden]: last layer, after the final norm
+    aux_hidden_states: list[torch.Tensor] | None = None  # outputs of the layers asked for, before the norm
+
+
+class LlamaForCausalLM(nn.Module):
+    # (fused parameter, checkpoint name, shard) pairs: how Hugging Face weights map onto fused matmuls.
+    stacked_params_mapping = [
+        ("qkv_proj", "q_proj", "q"),
+        ("qkv_proj", "k_proj", "k"),
+        ("qkv_proj", "v_proj", "v"),
+        ("gate_up_proj", "gate_proj", 0),
+        ("gate_up_proj", "up_proj", 1),
+    ]
+
+    def __init__(self, cfg: LlamaArchConfig):
+        super().__init__()
+        self.config = cfg
+        self.model = LlamaModel(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # [T]
+        positions: torch.Tensor,  # [T]
+        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        attn_metadata: AttentionMetadata,
+        aux_hidden_layers: tuple[int, ...] = (),
+        inputs_embeds: torch.Tensor | None = None,
+    ) -> ModelOutput:
+        h = self.model.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # [T, hidden]
+        aux = []
+        for i, layer in enumerate(self.model.layers):
+            if i in aux_hidden_layers:
+                aux.append(h)
+            h = layer(positions, h, kv_caches[i], attn_metadata)
+        return ModelOutput(self.model.norm(h), aux or None)
+
+    def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(hidden_states)  # [N, vocab]
+
+    def load_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        """Copy Hugging Face tensors into the fused layout; fail loudly on anything missing or unknown."""
+        params = dict(self.named_parameters())
+        loaded: set[str] = set()
+        for name, tensor in weights.items():
+            if "rotary_emb.inv_freq" in name:
+                continue
+            if name == "lm_head.weight" and self.config.tie_word_embeddings:
+                continue
+            target, shard = name, None
+            for fused, part, shard_id in self.stacked_params_mapping:
+                if f".{part}." in name:
+                    target, shard = name.replace(part, fused), shard_id
+                    break
+            if target not in params:
+                raise ValueError(f"checkpoint tensor {name!r} has no place in {type(self).__name__}")
+            self._copy_shard(params[target], tensor, shard)
+            loaded.add(target)
+        missing = set(params) - loaded - ({"lm_head.weight"} if self.config.tie_word_embeddings else set())
+        if missing:
+            raise ValueError(f"checkpoint is missing tensors: {sorted(missing)[:5]}")
+
+    def _copy_shard(self, param: nn.Parameter, tensor: torch.Tensor, shard) -> None:
+        cfg = self.config
+        if shard is None:
+            dst = param.data
+        elif shard in ("q", "k", "v"):
+            q, kv = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
+            start, size = {"q": (0, q), "k": (q, kv), "v": (q + kv, kv)}[shard]
+            dst = param.data.narrow(0, start, size)
+        else:
+            dst = param.data.narrow(0, shard * cfg.intermediate_size, cfg.intermediate_size)
+        if dst.shape != tensor.shape:
+            raise ValueError(f"shape mismatch for {tuple(dst.shape)} <- {tuple(tensor.shape)}")
+        dst.copy_(tensor)

@@ -1,0 +1,182 @@
+"""Turns a SchedulerOutput into one forward pass, then samples (or verifies drafts) and proposes drafts.
+
+Chapters 7 and 8. vLLM counterpart: `vllm/v1/worker/gpu_model_runner.py` (`_prepare_inputs`,
+`_calc_spec_decode_metadata`, `execute_model`, `propose_draft_token_ids`). All scheduled tokens of all
+requests are flattened into one varlen batch:
+
+    input_ids        [T]      the tokens to compute (prompt chunks, last sampled tokens, drafts)
+    positions        [T]      their positions in their requests
+    query_start_loc  [B + 1]  where each request's tokens start in the flat batch
+    seq_lens         [B]      context + new tokens per request
+    slot_mapping     [T]      the KV cache slot each new token writes
+    logits_indices   [N]      the rows whose logits are needed (last token, or every verified draft + bonus)
+
+Logits are computed only at `logits_indices`: for a plain step, the last token of each request; for a
+speculative step, every draft position plus the bonus position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from minispec.attention.paged_attention import AttentionMetadata, build_attention_mask
+from minispec.core.request import Request
+from minispec.core.sched.output import SchedulerOutput
+from minispec.model_executor.models.llama import LlamaForCausalLM
+from minispec.outputs import Logprob
+from minispec.sample.logprobs import LogprobsTensors
+from minispec.sample.metadata import SamplingMetadata
+from minispec.sample.sampler import Sampler
+
+
+@dataclass
+class ModelRunnerOutput:
+    sampled_token_ids: list[list[int]]  # per scheduled request: [] (partial prefill), 1 token, or accepted + 1
+    spec_token_ids: list[list[int]] | None = None  # drafts for the next step
+    logprobs: list[list[dict[int, Logprob]] | None] = field(default_factory=list)
+
+
+@dataclass
+class InputBatch:
+    """The flattened batch of one step (numpy on the host, tensors on the device)."""
+
+    input_ids: torch.Tensor  # [T]
+    positions: torch.Tensor  # [T]
+    query_start_loc: np.ndarray  # [B + 1]
+    seq_lens: np.ndarray  # [B]
+    num_scheduled_tokens: np.ndarray  # [B]
+    attn_metadata: AttentionMetadata
+    sampling_rows: list[int]  # requests that reach the end of their tokens this step (they sample)
+
+
+class ModelRunner:
+    def __init__(
+        self,
+        model: LlamaForCausalLM,
+        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        block_size: int,
+        device: torch.device,
+    ):
+        self.model = model
+        self.kv_caches = kv_caches
+        self.block_size = block_size
+        self.device = device
+        self.vocab_size = model.config.vocab_size
+        self.sampler = Sampler()
+        self.block_ids: dict[str, list[int]] = {}  # set by the engine from the KV cache manager
+
+    # ---- inputs -------------------------------------------------------------------------------------
+    def _prepare_inputs(
+        self, so: SchedulerOutput, block_table: list[list[int]], custom_masks: dict[int, torch.Tensor] | None = None
+    ) -> InputBatch:
+        reqs = so.scheduled_requests
+        num_sched = np.array([so.num_scheduled_tokens[r.request_id] for r in reqs], dtype=np.int64)  # [B]
+        # the scheduler already advanced num_computed_tokens by the scheduled count
+        seq_lens = np.array([r.num_computed_tokens for r in reqs], dtype=np.int64)  # [B]
+        context_lens = seq_lens - num_sched
+        query_start_loc = np.zeros(len(reqs) + 1, dtype=np.int64)
+        np.cumsum(num_sched, out=query_start_loc[1:])
+        num_tokens = int(query_start_loc[-1])
+
+        token_ids = []
+        for r, ctx, n in zip(reqs, context_lens, num_sched):
+            tokens = r.all_token_ids[ctx : ctx + n]
+            if len(tokens) < n:  # the tail of this request's new tokens are its drafts
+                tokens = tokens + so.scheduled_spec_decode_tokens[r.request_id][: n - len(tokens)]
+            token_ids.extend(tokens)
+        req_indices = np.repeat(np.arange(len(reqs)), num_sched)  # [T]
+        positions = context_lens[req_indices] + np.arange(num_tokens) - query_start_loc[req_indices]  # [T]
+
+        max_blocks = max(len(b) for b in block_table)
+        table = np.zeros((len(reqs), max_blocks), dtype=np.int64)  # [B, max_blocks]
+        for i, blocks in enumerate(block_table):
+            table[i, : len(blocks)] = blocks
+        slot_mapping = table[req_indices, positions // self.block_size] * self.block_size + positions % self.block_size
+
+        max_seq_len = int(seq_lens.max())
+        key_pos = np.arange(max_seq_len)  # [S]
+        key_slots = table[:, key_pos // self.block_size] * self.block_size + key_pos % self.block_size  # [B, S]
+        key_slots[key_pos[None, :] >= seq_lens[:, None]] = 0
+
+        max_query_len = int(num_sched.max())
+        q = np.arange(max_query_len)
+        query_index = np.where(q[None, :] < num_sched[:, None], query_start_loc[:-1, None] + q[None, :], num_tokens)
+        output_index = req_indices * max_query_len + positions - context_lens[req_indices]
+
+        dev = self.device
+        attn_metadata = AttentionMetadata(
+            num_tokens=num_tokens,
+            slot_mapping=torch.from_numpy(slot_mapping).to(dev),
+            query_index=torch.from_numpy(query_index).to(dev),
+            output_index=torch.from_numpy(output_index).to(dev),
+            key_slots=torch.from_numpy(key_slots).to(dev),
+            attn_mask=build_attention_mask(
+                torch.from_numpy(context_lens).to(dev),
+                torch.from_numpy(num_sched).to(dev),
+                max_query_len,
+                max_seq_len,
+                custom_masks,
+            ),
+            is_uniform_decode=max_query_len == 1 and not custom_masks,
+        )
+        sampling_rows = [i for i, r in enumerate(reqs) if r.num_computed_tokens >= r.num_tokens]
+        return InputBatch(
+            input_ids=torch.tensor(token_ids, dtype=torch.long, device=dev),
+            positions=torch.from_numpy(positions).to(dev),
+            query_start_loc=query_start_loc,
+            seq_lens=seq_lens,
+            num_scheduled_tokens=num_sched,
+            attn_metadata=attn_metadata,
+            sampling_rows=sampling_rows,
+        )
+
+    def _sampling_metadata(self, reqs: list[Request]) -> SamplingMetadata:
+        return SamplingMetadata.from_requests(
+            [r.sampling_params for r in reqs],
+            [r.prompt_token_ids for r in reqs],
+            [r.output_token_ids for r in reqs],
+            {i: r.generator for i, r in enumerate(reqs) if r.generator is not None},
+            self.vocab_size,
+            self.device,
+        )
+
+    # ---- one step -----------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def execute_model(self, so: SchedulerOutput, block_table: list[list[int]]) -> ModelRunnerOutput:
+        batch = self._prepare_inputs(so, block_table)
+        out = self.model(batch.input_ids, batch.positions, self.kv_caches, batch.attn_metadata)
+        rows = batch.sampling_rows
+        sampled: list[list[int]] = [[] for _ in so.scheduled_requests]
+        logprobs: list = [None] * len(so.scheduled_requests)
+        if not rows:
+            return ModelRunnerOutput(sampled, None, logprobs)
+        logits_indices = torch.from_numpy(batch.query_start_loc[1:][rows] - 1).to(self.device)  # [B_s]
+        logits = self.model.compute_logits(out.hidden_states[logits_indices])  # [B_s, vocab]
+        reqs = [so.scheduled_requests[i] for i in rows]
+        sampler_output = self.sampler(logits, self._sampling_metadata(reqs))
+        token_ids = sampler_output.sampled_token_ids[:, 0].tolist()
+        step_logprobs = _to_logprob_dicts(sampler_output.logprobs_tensors, reqs)
+        for j, i in enumerate(rows):
+            sampled[i] = [token_ids[j]]
+            logprobs[i] = step_logprobs[j]
+        return ModelRunnerOutput(sampled, None, logprobs)
+
+
+def _to_logprob_dicts(tensors: LogprobsTensors | None, reqs: list[Request]) -> list[list[dict] | None]:
+    if tensors is None:
+        return [None] * len(reqs)
+    ids, values, ranks = tensors.tolists()
+    result: list[list[dict] | None] = []
+    for j, r in enumerate(reqs):
+        n = r.sampling_params.logprobs
+        if n is None:
+            result.append(None)
+            continue
+        entry = {ids[j][0]: Logprob(values[j][0], ranks[j])}
+        for rank, (tok, lp) in enumerate(zip(ids[j][1 : n + 1], values[j][1 : n + 1]), start=1):
+            entry.setdefault(tok, Logprob(lp, rank))
+        result.append([entry])
+    return result

@@ -1,0 +1,82 @@
+"""Project hygiene: ruff is clean, environment.yml lists what pyproject lists, kernels/ shadows nothing."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _name(requirement: str) -> str:
+    name = re.split(r"[\s<>=!~\[;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    return {"pytorch": "torch"}.get(name, name)
+
+
+def test_ruff_clean() -> None:
+    ruff = Path(sys.executable).with_name("ruff")
+    result = subprocess.run([str(ruff), "check", "."], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_environment_yml_matches_pyproject() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    listed: set[str] = set()
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            listed |= {_name(r) for r in dep.get("pip", []) if not r.startswith("-")}
+        else:
+            listed.add(_name(dep))
+    listed -= {"python", "pip"}
+    assert wanted - listed == set(), f"missing from environment.yml: {sorted(wanted - listed)}"
+    assert listed - wanted == set(), f"in environment.yml but not in pyproject.toml: {sorted(listed - wanted)}"
+
+
+def _run(code: str, extra_path: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if extra_path:
+        env["PYTHONPATH"] = extra_path
+    # `-c` puts the current directory (the repository root, which holds kernels/) first on sys.path.
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+
+def test_kernels_folder_is_minispec_kernels() -> None:
+    result = _run(
+        """
+        import transformers, minispec, minispec.kernels
+        print(minispec.kernels.__file__)
+        try:
+            import kernels
+        except ModuleNotFoundError:
+            print("no top-level kernels")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert str(ROOT / "kernels" / "__init__.py") in result.stdout
+    assert "no top-level kernels" in result.stdout
+
+
+def test_kernels_distribution_is_not_shadowed(tmp_path: Path) -> None:
+    # A stand-in for the PyPI `kernels` distribution, installed on PYTHONPATH.
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "__init__.py").write_text("WHO = 'pypi'\n")
+    (tmp_path / "kernels-0.1.dist-info").mkdir()
+    (tmp_path / "kernels-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: kernels\nVersion: 0.1\n")
+    result = _run(
+        """
+        import transformers, minispec.kernels, kernels
+        print(kernels.WHO, minispec.kernels.__name__)
+        """,
+        extra_path=str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "pypi minispec.kernels" in result.stdout

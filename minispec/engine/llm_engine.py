@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import itertools
 import json
+
+import numpy as np
 from pathlib import Path
 
 import torch
@@ -26,6 +28,9 @@ from minispec.model_executor.model_loader import get_model, resolve_model_path
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sample.metadata import make_generator
 from minispec.sampling_params import SamplingParams
+from minispec.spec_decode.draft_model import DraftModelProposer
+from minispec.spec_decode.metrics import SpecDecodingStats
+from minispec.spec_decode.ngram_proposer import NgramProposer
 from minispec.worker.model_runner import ModelRunner
 
 
@@ -74,8 +79,36 @@ class LLMEngine:
         num_blocks = self._num_blocks(arch)
         self.kv_cache_manager = KVCacheManager(num_blocks, block_size)
         self.scheduler = Scheduler(self.scheduler_config, self.kv_cache_manager)
-        self.model_runner = ModelRunner(self.model, self._allocate_kv_caches(num_blocks), block_size, self.device)
+        self.model_runner = ModelRunner(self.model, self._allocate_kv_caches(self.model, num_blocks), block_size, self.device)
+        if speculative_config is not None:
+            self._init_speculation(speculative_config, dtype, num_blocks)
         self._request_counter = itertools.count()
+
+    def _init_speculation(self, spec: SpeculativeConfig, dtype: str, num_blocks: int) -> None:
+        runner = self.model_runner
+        runner.disable_by_batch_size = spec.disable_by_batch_size
+        runner.spec_decoding_stats = SpecDecodingStats.new(spec.num_speculative_tokens)
+        max_model_len = self.scheduler_config.max_model_len
+        if spec.method == "ngram":
+            runner.drafter = _NgramDrafter(
+                NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens, max_model_len)
+            )
+            return
+        draft = get_model(resolve_model_path(spec.model), dtype, self.device)
+        target_vocab, draft_vocab = self.model.config.vocab_size, draft.config.vocab_size
+        if draft_vocab != target_vocab:
+            raise ValueError(
+                f"speculative_config model={spec.model!r} has vocab_size={draft_vocab} but the target has "
+                f"vocab_size={target_vocab}; a draft model must share the target's vocabulary"
+            )
+        block_size = self.cache_config.block_size
+        draft_runner = ModelRunner(draft, self._allocate_kv_caches(draft, num_blocks), block_size, self.device)
+        runner.drafter = DraftModelProposer(
+            draft, draft_runner, KVCacheManager(num_blocks, block_size), spec.num_speculative_tokens, max_model_len
+        )
+
+    def get_spec_decoding_stats(self) -> SpecDecodingStats | None:
+        return self.model_runner.spec_decoding_stats
 
     # ---- set-up -------------------------------------------------------------------------------------
     def _eos_token_ids(self) -> set[int]:
@@ -97,10 +130,10 @@ class LLMEngine:
         bytes_per_block *= self.model.model.embed_tokens.weight.element_size()
         return max(1, min(needed, cfg.kv_cache_memory_bytes // bytes_per_block))
 
-    def _allocate_kv_caches(self, num_blocks: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        arch = self.model.config
+    def _allocate_kv_caches(self, model, num_blocks: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        arch = model.config
         shape = (num_blocks * self.cache_config.block_size, arch.num_key_value_heads, arch.head_dim)
-        dtype = self.model.model.embed_tokens.weight.dtype
+        dtype = model.model.embed_tokens.weight.dtype
         return [
             (torch.zeros(shape, dtype=dtype, device=self.device), torch.zeros(shape, dtype=dtype, device=self.device))
             for _ in range(arch.num_hidden_layers)
@@ -125,6 +158,8 @@ class LLMEngine:
                 f"a request of up to {longest} tokens needs more KV blocks than num_kv_blocks="
                 f"{self.kv_cache_manager.block_pool.num_blocks}; raise num_kv_blocks or lower max_tokens"
             )
+        if params.logprobs is not None and self.speculative_config is not None:
+            raise ValueError("logprobs are not returned under speculative decoding in minispec; pass logprobs=None")
         request = Request(str(next(self._request_counter)), prompt_token_ids, params, self.eos_token_ids, prompt)
         if params.seed is not None:
             request.generator = make_generator(params.seed, self.device)
@@ -144,6 +179,9 @@ class LLMEngine:
         finished = self.scheduler.update_from_output(
             scheduler_output, runner_output.sampled_token_ids, runner_output.spec_token_ids, runner_output.logprobs
         )
+        drafter = self.model_runner.drafter
+        if drafter is not None and hasattr(drafter, "remove_requests"):
+            drafter.remove_requests([r.request_id for r in finished] + list(scheduler_output.preempted_req_ids))
         return [self._make_output(r) for r in finished]
 
     def _make_output(self, request: Request) -> RequestOutput:
@@ -157,3 +195,14 @@ class LLMEngine:
             logprobs=request.logprobs,
         )
         return RequestOutput(request.request_id, request.prompt, request.prompt_token_ids, [completion])
+
+
+class _NgramDrafter:
+    """Feeds each request's token history (with the tokens sampled this step) to the NgramProposer."""
+
+    def __init__(self, proposer: NgramProposer):
+        self.proposer = proposer
+
+    def propose(self, requests: list[Request], new_token_ids: list[list[int]], sampling_metadata) -> list[list[int]]:
+        histories = [np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(requests, new_token_ids)]
+        return self.proposer.propose(histories)

@@ -47,6 +47,10 @@ class LLM:
             **engine_kwargs,
         )
 
+    def get_spec_decoding_stats(self):
+        """SpecDecodingStats over everything generated so far (None without speculative decoding)."""
+        return self.llm_engine.get_spec_decoding_stats()
+
     def get_tokenizer(self):
         return self.llm_engine.tokenizer
 

@@ -29,7 +29,10 @@ from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.outputs import Logprob
 from minispec.sample.logprobs import LogprobsTensors
 from minispec.sample.metadata import SamplingMetadata
+from minispec.sample.rejection_sampler import RejectionSampler
 from minispec.sample.sampler import Sampler
+from minispec.spec_decode.metadata import calc_spec_decode_metadata
+from minispec.spec_decode.metrics import SpecDecodingStats
 
 
 @dataclass
@@ -66,7 +69,10 @@ class ModelRunner:
         self.device = device
         self.vocab_size = model.config.vocab_size
         self.sampler = Sampler()
-        self.block_ids: dict[str, list[int]] = {}  # set by the engine from the KV cache manager
+        self.rejection_sampler = RejectionSampler()
+        self.drafter = None  # a proposer with propose(requests, new_token_ids, sampling_metadata), when speculating
+        self.disable_by_batch_size: int | None = None
+        self.spec_decoding_stats: SpecDecodingStats | None = None
 
     # ---- inputs -------------------------------------------------------------------------------------
     def _prepare_inputs(
@@ -153,16 +159,67 @@ class ModelRunner:
         logprobs: list = [None] * len(so.scheduled_requests)
         if not rows:
             return ModelRunnerOutput(sampled, None, logprobs)
-        logits_indices = torch.from_numpy(batch.query_start_loc[1:][rows] - 1).to(self.device)  # [B_s]
-        logits = self.model.compute_logits(out.hidden_states[logits_indices])  # [B_s, vocab]
         reqs = [so.scheduled_requests[i] for i in rows]
-        sampler_output = self.sampler(logits, self._sampling_metadata(reqs))
-        token_ids = sampler_output.sampled_token_ids[:, 0].tolist()
-        step_logprobs = _to_logprob_dicts(sampler_output.logprobs_tensors, reqs)
+        sampling_metadata = self._sampling_metadata(reqs)
+        num_draft_tokens = [len(so.scheduled_spec_decode_tokens.get(r.request_id, ())) for r in reqs]
+        if any(num_draft_tokens):
+            token_ids = self._verify(so, batch, out.hidden_states, reqs, num_draft_tokens, sampling_metadata)
+        else:
+            logits_indices = torch.from_numpy(batch.query_start_loc[1:][rows] - 1).to(self.device)  # [B_s]
+            logits = self.model.compute_logits(out.hidden_states[logits_indices])  # [B_s, vocab]
+            sampler_output = self.sampler(logits, sampling_metadata)
+            token_ids = [[t] for t in sampler_output.sampled_token_ids[:, 0].tolist()]
+            for j, entry in enumerate(_to_logprob_dicts(sampler_output.logprobs_tensors, reqs)):
+                logprobs[rows[j]] = entry
         for j, i in enumerate(rows):
-            sampled[i] = [token_ids[j]]
-            logprobs[i] = step_logprobs[j]
-        return ModelRunnerOutput(sampled, None, logprobs)
+            sampled[i] = token_ids[j]
+        spec_token_ids = None
+        if self.drafter is not None:
+            spec_token_ids = [[] for _ in so.scheduled_requests]
+            if len(so.scheduled_requests) < (self.disable_by_batch_size or float("inf")):
+                for j, drafts in enumerate(self.drafter.propose(reqs, token_ids, sampling_metadata)):
+                    spec_token_ids[rows[j]] = drafts
+        return ModelRunnerOutput(sampled, spec_token_ids, logprobs)
+
+    def _verify(self, so, batch, hidden_states, reqs, num_draft_tokens, sampling_metadata) -> list[list[int]]:
+        """One rejection-sampling pass over every request's drafts (chapter 2's step, batched)."""
+        drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
+        metadata = calc_spec_decode_metadata(
+            num_draft_tokens,
+            batch.query_start_loc[1:][batch.sampling_rows],
+            [t for d in drafts for t in d],
+            self.device,
+        )
+        logits = self.model.compute_logits(hidden_states[metadata.logits_indices])  # [num_draft_tokens + B, V]
+        bonus_token_ids = self.sampler(logits[metadata.bonus_logits_indices], sampling_metadata).sampled_token_ids
+        output_token_ids = self.rejection_sampler(
+            metadata,
+            self._draft_probs(reqs, num_draft_tokens, drafts),
+            logits[metadata.target_logits_indices],  # [num_draft_tokens, V]
+            bonus_token_ids,  # [B, 1]
+            sampling_metadata,
+        )
+        token_ids = RejectionSampler.parse_output(output_token_ids, self.vocab_size)
+        for n, accepted in zip(num_draft_tokens, token_ids):
+            if n:
+                self.spec_decoding_stats.observe_draft(n, len(accepted) - 1)
+        return token_ids
+
+    def _draft_probs(self, reqs, num_draft_tokens, drafts) -> torch.Tensor | None:
+        """[num_draft_tokens, V] for the rejection sampler: sampled drafts' probabilities, one-hot elsewhere."""
+        stored = getattr(self.drafter, "draft_probs", {})
+        parts = [stored.get(r.request_id) for r, n in zip(reqs, num_draft_tokens) if n]
+        if all(p is None for p in parts):
+            return None
+        rows = []
+        for r, n, d in zip(reqs, num_draft_tokens, drafts):
+            if not n:
+                continue
+            probs = stored.get(r.request_id)
+            if probs is None:
+                probs = torch.nn.functional.one_hot(torch.tensor(d), self.vocab_size).float().to(self.device)
+            rows.append(probs[:n])
+        return torch.cat(rows)
 
 
 def _to_logprob_dicts(tensors: LogprobsTensors | None, reqs: list[Request]) -> list[list[dict] | None]:

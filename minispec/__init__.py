@@ -22,10 +22,11 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:
-    from minispec.config import SpeculativeConfig
-    from minispec.entrypoints.llm import LLM
-    from minispec.outputs import CompletionOutput, RequestOutput
-    from minispec.sampling_params import SamplingParams
+    from minispec.config import SpeculativeConfig as SpeculativeConfig
+    from minispec.entrypoints.llm import LLM as LLM
+    from minispec.outputs import CompletionOutput as CompletionOutput
+    from minispec.outputs import RequestOutput as RequestOutput
+    from minispec.sampling_params import SamplingParams as SamplingParams
 
 
 def __getattr__(name: str) -> Any:

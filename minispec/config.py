@@ -55,7 +55,9 @@ class SpeculativeConfig:
 
     def __post_init__(self) -> None:
         if self.method in FUTURE_SPEC_METHODS:
-            raise ValueError(f"method={self.method!r} is not available yet; choose one of {list(SPEC_METHODS)}")
+            raise ValueError(
+                f"method={self.method!r} is not available yet; choose one of {list(SPEC_METHODS)}"
+            )
         if self.method not in SPEC_METHODS:
             raise ValueError(f"method={self.method!r} is unknown; choose one of {list(SPEC_METHODS)}")
         k = self.num_speculative_tokens

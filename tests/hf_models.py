@@ -23,21 +23,22 @@ COMMON = dict(
 )
 
 
-def make_config(kind: str):
+def make_config(kind: str, vocab_size: int = VOCAB):
+    common = {**COMMON, "vocab_size": vocab_size}
     if kind == "llama":
-        return LlamaConfig(**COMMON, tie_word_embeddings=False, rope_theta=10000.0)
+        return LlamaConfig(**common, tie_word_embeddings=False, rope_theta=10000.0)
     if kind == "llama_tied":
-        return LlamaConfig(**COMMON, tie_word_embeddings=True, rope_theta=500000.0)
+        return LlamaConfig(**common, tie_word_embeddings=True, rope_theta=500000.0)
     if kind == "qwen2":
-        return Qwen2Config(**COMMON, tie_word_embeddings=False, rope_theta=1000000.0)
+        return Qwen2Config(**common, tie_word_embeddings=False, rope_theta=1000000.0)
     if kind == "qwen3":
-        return Qwen3Config(**COMMON, head_dim=32, tie_word_embeddings=True, rope_theta=1000000.0)
+        return Qwen3Config(**common, head_dim=32, tie_word_embeddings=True, rope_theta=1000000.0)
     raise ValueError(kind)
 
 
-def write_tokenizer(path: Path) -> None:
+def write_tokenizer(path: Path, vocab_size: int = VOCAB) -> None:
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
-    for i in range(3, VOCAB):
+    for i in range(3, vocab_size):
         vocab[chr(0x20 + i)] = i  # one character per token
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
@@ -45,16 +46,23 @@ def write_tokenizer(path: Path) -> None:
     fast.save_pretrained(path)
 
 
-def make_model_dir(path: Path, kind: str, seed: int = 0, max_shard_size: str | None = None) -> Path:
+def make_model_dir(
+    path: Path,
+    kind: str,
+    seed: int = 0,
+    max_shard_size: str | None = None,
+    vocab_size: int = VOCAB,
+    std: float = 0.2,
+) -> Path:
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(make_config(kind), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(make_config(kind, vocab_size), dtype=torch.float32)
     with torch.no_grad():  # random weights large enough that tokens differ from step to step
         for p in model.parameters():
             if p.dim() == 2:
-                p.normal_(0, 0.2)
+                p.normal_(0, std)
     kwargs = {"max_shard_size": max_shard_size} if max_shard_size else {}
     model.save_pretrained(path, **kwargs)
-    write_tokenizer(path)
+    write_tokenizer(path, vocab_size)
     return path
 
 

@@ -5,9 +5,9 @@ import re
 import subprocess
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,9 @@ def test_environment_yml_matches_pyproject() -> None:
             listed.add(_name(dep))
     listed -= {"python", "pip"}
     assert wanted - listed == set(), f"missing from environment.yml: {sorted(wanted - listed)}"
-    assert listed - wanted == set(), f"in environment.yml but not in pyproject.toml: {sorted(listed - wanted)}"
+    assert listed - wanted == set(), (
+        f"in environment.yml but not in pyproject.toml: {sorted(listed - wanted)}"
+    )
 
 
 def _run(code: str, extra_path: str | None = None) -> subprocess.CompletedProcess:
@@ -68,7 +70,9 @@ def test_kernels_distribution_is_not_shadowed(tmp_path: Path) -> None:
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "__init__.py").write_text("WHO = 'pypi'\n")
     (tmp_path / "kernels-0.1.dist-info").mkdir()
-    (tmp_path / "kernels-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: kernels\nVersion: 0.1\n")
+    (tmp_path / "kernels-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: kernels\nVersion: 0.1\n"
+    )
     result = _run(
         """
         import minispec.kernels

@@ -42,7 +42,12 @@ def time_transformers(model, prompts: list[list[int]], max_tokens: int, pad_id: 
     start = time.perf_counter()
     with torch.no_grad():
         model.generate(
-            ids, attention_mask=mask, max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=False, pad_token_id=pad_id
+            ids,
+            attention_mask=mask,
+            max_new_tokens=max_tokens,
+            min_new_tokens=max_tokens,
+            do_sample=False,
+            pad_token_id=pad_id,
         )
     return time.perf_counter() - start
 
@@ -70,9 +75,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ours = min(time_minispec(llm, prompts, args.max_tokens) for _ in range(args.repeats))
         theirs = min(time_transformers(hf, prompts, args.max_tokens, pad_id) for _ in range(args.repeats))
         n = batch_size * args.max_tokens
-        row = {"batch": batch_size, "minispec_tok_s": n / ours, "transformers_tok_s": n / theirs, "ratio": theirs / ours}
+        row = {
+            "batch": batch_size,
+            "minispec_tok_s": n / ours,
+            "transformers_tok_s": n / theirs,
+            "ratio": theirs / ours,
+        }
         rows.append(row)
-        print(f"{batch_size:>5} {row['minispec_tok_s']:>15.1f} {row['transformers_tok_s']:>19.1f} {row['ratio']:>6.2f}x")
+        print(
+            f"{batch_size:>5} {row['minispec_tok_s']:>15.1f} {row['transformers_tok_s']:>19.1f} {row['ratio']:>6.2f}x"
+        )
     return rows
 
 

@@ -34,7 +34,9 @@ def measure_forward_time(
     tokens = torch.randint(0, vocab, (context_len + max(num_new_tokens),), generator=generator).tolist()
     request = Request("forward-timing", tokens, SamplingParams(max_tokens=1), set())
     if kv.allocate_slots(request, len(tokens)) is None:
-        raise ValueError(f"context_len + max(num_new_tokens) = {len(tokens)} tokens do not fit in the KV cache")
+        raise ValueError(
+            f"context_len + max(num_new_tokens) = {len(tokens)} tokens do not fit in the KV cache"
+        )
     blocks = [kv.get_block_ids(request.request_id)]
     try:
         with torch.inference_mode():
@@ -54,7 +56,9 @@ def measure_forward_time(
     return times
 
 
-def _forward(runner, request: Request, blocks: list[list[int]], context_len: int, num_new: int) -> torch.Tensor:
+def _forward(
+    runner, request: Request, blocks: list[list[int]], context_len: int, num_new: int
+) -> torch.Tensor:
     request.num_computed_tokens = context_len + num_new
     batch = runner._prepare_inputs(SchedulerOutput([request], {request.request_id: num_new}), blocks)
     out = runner.model(batch.input_ids, batch.positions, runner.kv_caches, batch.attn_metadata)

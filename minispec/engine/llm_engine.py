@@ -15,8 +15,6 @@ import itertools
 import json
 
 import numpy as np
-from pathlib import Path
-
 import torch
 from transformers import AutoTokenizer
 
@@ -79,7 +77,9 @@ class LLMEngine:
         num_blocks = self._num_blocks(arch)
         self.kv_cache_manager = KVCacheManager(num_blocks, block_size)
         self.scheduler = Scheduler(self.scheduler_config, self.kv_cache_manager)
-        self.model_runner = ModelRunner(self.model, self._allocate_kv_caches(self.model, num_blocks), block_size, self.device)
+        self.model_runner = ModelRunner(
+            self.model, self._allocate_kv_caches(self.model, num_blocks), block_size, self.device
+        )
         if speculative_config is not None:
             self._init_speculation(speculative_config, dtype, num_blocks)
         self._request_counter = itertools.count()
@@ -91,7 +91,9 @@ class LLMEngine:
         max_model_len = self.scheduler_config.max_model_len
         if spec.method == "ngram":
             runner.drafter = _NgramDrafter(
-                NgramProposer(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens, max_model_len)
+                NgramProposer(
+                    spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens, max_model_len
+                )
             )
             return
         draft = get_model(resolve_model_path(spec.model), dtype, self.device)
@@ -102,9 +104,15 @@ class LLMEngine:
                 f"vocab_size={target_vocab}; a draft model must share the target's vocabulary"
             )
         block_size = self.cache_config.block_size
-        draft_runner = ModelRunner(draft, self._allocate_kv_caches(draft, num_blocks), block_size, self.device)
+        draft_runner = ModelRunner(
+            draft, self._allocate_kv_caches(draft, num_blocks), block_size, self.device
+        )
         runner.drafter = DraftModelProposer(
-            draft, draft_runner, KVCacheManager(num_blocks, block_size), spec.num_speculative_tokens, max_model_len
+            draft,
+            draft_runner,
+            KVCacheManager(num_blocks, block_size),
+            spec.num_speculative_tokens,
+            max_model_len,
         )
 
     def get_spec_decoding_stats(self) -> SpecDecodingStats | None:
@@ -123,10 +131,14 @@ class LLMEngine:
 
     def _num_blocks(self, arch) -> int:
         cfg = self.cache_config
-        needed = self.scheduler_config.max_num_seqs * cdiv(self.scheduler_config.max_model_len, cfg.block_size)
+        needed = self.scheduler_config.max_num_seqs * cdiv(
+            self.scheduler_config.max_model_len, cfg.block_size
+        )
         if cfg.num_blocks is not None:
             return cfg.num_blocks
-        bytes_per_block = 2 * arch.num_hidden_layers * cfg.block_size * arch.num_key_value_heads * arch.head_dim
+        bytes_per_block = (
+            2 * arch.num_hidden_layers * cfg.block_size * arch.num_key_value_heads * arch.head_dim
+        )
         bytes_per_block *= self.model.model.embed_tokens.weight.element_size()
         return max(1, min(needed, cfg.kv_cache_memory_bytes // bytes_per_block))
 
@@ -135,7 +147,10 @@ class LLMEngine:
         shape = (num_blocks * self.cache_config.block_size, arch.num_key_value_heads, arch.head_dim)
         dtype = model.model.embed_tokens.weight.dtype
         return [
-            (torch.zeros(shape, dtype=dtype, device=self.device), torch.zeros(shape, dtype=dtype, device=self.device))
+            (
+                torch.zeros(shape, dtype=dtype, device=self.device),
+                torch.zeros(shape, dtype=dtype, device=self.device),
+            )
             for _ in range(arch.num_hidden_layers)
         ]
 
@@ -159,8 +174,12 @@ class LLMEngine:
                 f"{self.kv_cache_manager.block_pool.num_blocks}; raise num_kv_blocks or lower max_tokens"
             )
         if params.logprobs is not None and self.speculative_config is not None:
-            raise ValueError("logprobs are not returned under speculative decoding in minispec; pass logprobs=None")
-        request = Request(str(next(self._request_counter)), prompt_token_ids, params, self.eos_token_ids, prompt)
+            raise ValueError(
+                "logprobs are not returned under speculative decoding in minispec; pass logprobs=None"
+            )
+        request = Request(
+            str(next(self._request_counter)), prompt_token_ids, params, self.eos_token_ids, prompt
+        )
         if params.seed is not None:
             request.generator = make_generator(params.seed, self.device)
         self.scheduler.add_request(request)
@@ -174,14 +193,21 @@ class LLMEngine:
         scheduler_output = self.scheduler.schedule()
         if scheduler_output.total_num_scheduled_tokens == 0:
             raise RuntimeError("the scheduler could not schedule any token; the KV cache is too small")
-        block_table = [self.kv_cache_manager.get_block_ids(r.request_id) for r in scheduler_output.scheduled_requests]
+        block_table = [
+            self.kv_cache_manager.get_block_ids(r.request_id) for r in scheduler_output.scheduled_requests
+        ]
         runner_output = self.model_runner.execute_model(scheduler_output, block_table)
         finished = self.scheduler.update_from_output(
-            scheduler_output, runner_output.sampled_token_ids, runner_output.spec_token_ids, runner_output.logprobs
+            scheduler_output,
+            runner_output.sampled_token_ids,
+            runner_output.spec_token_ids,
+            runner_output.logprobs,
         )
         drafter = self.model_runner.drafter
         if drafter is not None and hasattr(drafter, "remove_requests"):
-            drafter.remove_requests([r.request_id for r in finished] + list(scheduler_output.preempted_req_ids))
+            drafter.remove_requests(
+                [r.request_id for r in finished] + list(scheduler_output.preempted_req_ids)
+            )
         return [self._make_output(r) for r in finished]
 
     def _make_output(self, request: Request) -> RequestOutput:
@@ -203,6 +229,10 @@ class _NgramDrafter:
     def __init__(self, proposer: NgramProposer):
         self.proposer = proposer
 
-    def propose(self, requests: list[Request], new_token_ids: list[list[int]], sampling_metadata) -> list[list[int]]:
-        histories = [np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(requests, new_token_ids)]
+    def propose(
+        self, requests: list[Request], new_token_ids: list[list[int]], sampling_metadata
+    ) -> list[list[int]]:
+        histories = [
+            np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(requests, new_token_ids)
+        ]
         return self.proposer.propose(histories)

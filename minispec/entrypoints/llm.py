@@ -62,7 +62,9 @@ class LLM:
     ) -> list[RequestOutput]:
         prompt_list = prompts if isinstance(prompts, list) else [prompts]
         if not prompt_list:
-            raise ValueError("prompts is empty: pass a str, a {'prompt_token_ids': [...]} dict, or a list of them")
+            raise ValueError(
+                "prompts is empty: pass a str, a {'prompt_token_ids': [...]} dict, or a list of them"
+            )
         params_list = self._params_per_prompt(sampling_params, len(prompt_list))
         order: dict[str, int] = {}
         for i, (prompt, params) in enumerate(zip(prompt_list, params_list)):
@@ -85,11 +87,15 @@ class LLM:
         raise ValueError(f"prompt {prompt!r:.60} is neither a str nor a dict with 'prompt_token_ids'")
 
     @staticmethod
-    def _params_per_prompt(params: SamplingParams | list[SamplingParams] | None, n: int) -> list[SamplingParams]:
+    def _params_per_prompt(
+        params: SamplingParams | list[SamplingParams] | None, n: int
+    ) -> list[SamplingParams]:
         if params is None:
             return [SamplingParams() for _ in range(n)]
         if isinstance(params, SamplingParams):
             return [params] * n
         if len(params) != n:
-            raise ValueError(f"sampling_params has {len(params)} entries for {n} prompts; pass one, or one per prompt")
+            raise ValueError(
+                f"sampling_params has {len(params)} entries for {n} prompts; pass one, or one per prompt"
+            )
         return list(params)

@@ -26,7 +26,9 @@ def resolve_model_path(model: str | Path) -> Path:
         return Path(zoo.path(model.removeprefix("zoo:")))
     path = Path(model)
     if not path.is_dir():
-        raise ValueError(f"model={str(model)!r} is not a folder; pass a Hugging Face model folder or 'zoo:<name>'")
+        raise ValueError(
+            f"model={str(model)!r} is not a folder; pass a Hugging Face model folder or 'zoo:<name>'"
+        )
     if not (path / "config.json").is_file():
         raise ValueError(f"model={str(model)!r} has no config.json; a Hugging Face model folder needs one")
     return path
@@ -44,7 +46,9 @@ def load_hf_config(path: Path) -> dict:
     hf = json.loads((path / "config.json").read_text())
     archs = set(hf.get("architectures") or ["LlamaForCausalLM"])
     if not archs & SUPPORTED_ARCHITECTURES:
-        raise ValueError(f"architectures={sorted(archs)} in {path}/config.json; minispec runs {sorted(SUPPORTED_ARCHITECTURES)}")
+        raise ValueError(
+            f"architectures={sorted(archs)} in {path}/config.json; minispec runs {sorted(SUPPORTED_ARCHITECTURES)}"
+        )
     return hf
 
 
@@ -64,7 +68,9 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
     return weights
 
 
-def get_model(model: str | Path, dtype: str | torch.dtype = "float32", device: str | torch.device = "cpu") -> LlamaForCausalLM:
+def get_model(
+    model: str | Path, dtype: str | torch.dtype = "float32", device: str | torch.device = "cpu"
+) -> LlamaForCausalLM:
     """Build the decoder described by `model`/config.json and load its weights."""
     path = resolve_model_path(model)
     torch_dtype = resolve_dtype(dtype)

@@ -51,7 +51,9 @@ class DraftState:
 
 
 class DraftModelProposer:
-    def __init__(self, model: LlamaForCausalLM, runner, kv_cache_manager: KVCacheManager, k: int, max_model_len: int):
+    def __init__(
+        self, model: LlamaForCausalLM, runner, kv_cache_manager: KVCacheManager, k: int, max_model_len: int
+    ):
         self.model = model
         self.runner = runner  # a ModelRunner over the draft model: its _prepare_inputs builds the batches
         self.kv_cache_manager = kv_cache_manager
@@ -122,7 +124,9 @@ class DraftModelProposer:
         return sample_draft_tokens(logits, md)
 
 
-def sample_draft_tokens(logits: torch.Tensor, md: SamplingMetadata) -> tuple[list[int], list[torch.Tensor | None]]:
+def sample_draft_tokens(
+    logits: torch.Tensor, md: SamplingMetadata
+) -> tuple[list[int], list[torch.Tensor | None]]:
     """Greedy rows: argmax (no probabilities needed). Random rows: sample from the processed distribution
     (temperature, top-k, top-p) and return it, so the rejection sampler can divide by it."""
     greedy_ids = logits.argmax(dim=-1)  # [B]
@@ -146,7 +150,9 @@ def _select_rows(md: SamplingMetadata, rows: list[int]) -> SamplingMetadata:
         return None if t is None else t[index.to(t.device)]
 
     temperature = pick(md.temperature)
-    is_greedy = torch.ones(len(rows), dtype=torch.bool) if temperature is None else temperature < _SAMPLING_EPS
+    is_greedy = (
+        torch.ones(len(rows), dtype=torch.bool) if temperature is None else temperature < _SAMPLING_EPS
+    )
     all_greedy = bool(is_greedy.all())
     return SamplingMetadata(
         temperature=None if all_greedy else temperature,

@@ -37,7 +37,9 @@ from minispec.spec_decode.metrics import SpecDecodingStats
 
 @dataclass
 class ModelRunnerOutput:
-    sampled_token_ids: list[list[int]]  # per scheduled request: [] (partial prefill), 1 token, or accepted + 1
+    sampled_token_ids: list[
+        list[int]
+    ]  # per scheduled request: [] (partial prefill), 1 token, or accepted + 1
     spec_token_ids: list[list[int]] | None = None  # drafts for the next step
     logprobs: list[list[dict[int, Logprob]] | None] = field(default_factory=list)
 
@@ -70,13 +72,18 @@ class ModelRunner:
         self.vocab_size = model.config.vocab_size
         self.sampler = Sampler()
         self.rejection_sampler = RejectionSampler()
-        self.drafter = None  # a proposer with propose(requests, new_token_ids, sampling_metadata), when speculating
+        self.drafter = (
+            None  # a proposer with propose(requests, new_token_ids, sampling_metadata), when speculating
+        )
         self.disable_by_batch_size: int | None = None
         self.spec_decoding_stats: SpecDecodingStats | None = None
 
     # ---- inputs -------------------------------------------------------------------------------------
     def _prepare_inputs(
-        self, so: SchedulerOutput, block_table: list[list[int]], custom_masks: dict[int, torch.Tensor] | None = None
+        self,
+        so: SchedulerOutput,
+        block_table: list[list[int]],
+        custom_masks: dict[int, torch.Tensor] | None = None,
     ) -> InputBatch:
         reqs = so.scheduled_requests
         num_sched = np.array([so.num_scheduled_tokens[r.request_id] for r in reqs], dtype=np.int64)  # [B]
@@ -100,16 +107,22 @@ class ModelRunner:
         table = np.zeros((len(reqs), max_blocks), dtype=np.int64)  # [B, max_blocks]
         for i, blocks in enumerate(block_table):
             table[i, : len(blocks)] = blocks
-        slot_mapping = table[req_indices, positions // self.block_size] * self.block_size + positions % self.block_size
+        slot_mapping = (
+            table[req_indices, positions // self.block_size] * self.block_size + positions % self.block_size
+        )
 
         max_seq_len = int(seq_lens.max())
         key_pos = np.arange(max_seq_len)  # [S]
-        key_slots = table[:, key_pos // self.block_size] * self.block_size + key_pos % self.block_size  # [B, S]
+        key_slots = (
+            table[:, key_pos // self.block_size] * self.block_size + key_pos % self.block_size
+        )  # [B, S]
         key_slots[key_pos[None, :] >= seq_lens[:, None]] = 0
 
         max_query_len = int(num_sched.max())
         q = np.arange(max_query_len)
-        query_index = np.where(q[None, :] < num_sched[:, None], query_start_loc[:-1, None] + q[None, :], num_tokens)
+        query_index = np.where(
+            q[None, :] < num_sched[:, None], query_start_loc[:-1, None] + q[None, :], num_tokens
+        )
         output_index = req_indices * max_query_len + positions - context_lens[req_indices]
 
         dev = self.device
@@ -190,8 +203,12 @@ class ModelRunner:
             [t for d in drafts for t in d],
             self.device,
         )
-        logits = self.model.compute_logits(hidden_states[metadata.logits_indices])  # [num_draft_tokens + B, V]
-        bonus_token_ids = self.sampler(logits[metadata.bonus_logits_indices], sampling_metadata).sampled_token_ids
+        logits = self.model.compute_logits(
+            hidden_states[metadata.logits_indices]
+        )  # [num_draft_tokens + B, V]
+        bonus_token_ids = self.sampler(
+            logits[metadata.bonus_logits_indices], sampling_metadata
+        ).sampled_token_ids
         output_token_ids = self.rejection_sampler(
             metadata,
             self._draft_probs(reqs, num_draft_tokens, drafts),

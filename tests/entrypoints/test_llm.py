@@ -47,11 +47,15 @@ def test_output_order_text_and_finish_reason(model_dir):
 
 def test_stop_token_ids_and_eos(model_dir):
     llm = LLM(model=str(model_dir), device="cpu")
-    free = llm.generate({"prompt_token_ids": [1, 5, 6]}, SamplingParams(temperature=0, max_tokens=12, ignore_eos=True))
+    free = llm.generate(
+        {"prompt_token_ids": [1, 5, 6]}, SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    )
     tokens = free[0].outputs[0].token_ids
     stop = tokens[4]
     first = tokens.index(stop)
-    out = llm.generate({"prompt_token_ids": [1, 5, 6]}, SamplingParams(temperature=0, max_tokens=12, stop_token_ids=[stop]))
+    out = llm.generate(
+        {"prompt_token_ids": [1, 5, 6]}, SamplingParams(temperature=0, max_tokens=12, stop_token_ids=[stop])
+    )
     assert out[0].outputs[0].token_ids == tokens[: first + 1]
     assert out[0].outputs[0].finish_reason == "stop"
     assert out[0].outputs[0].stop_reason == stop

@@ -27,7 +27,9 @@ def test_logits_match_transformers_over_prefill_and_decode(model_dir):
 
     runner.model.compute_logits = spy
     prompt = [1, 5, 17, 33, 8, 60, 21]
-    out = llm.generate({"prompt_token_ids": prompt}, SamplingParams(temperature=0, max_tokens=21, ignore_eos=True))
+    out = llm.generate(
+        {"prompt_token_ids": prompt}, SamplingParams(temperature=0, max_tokens=21, ignore_eos=True)
+    )
     generated = out[0].outputs[0].token_ids
     assert len(captured) == 21  # prefill + 20 decode steps
 
@@ -45,6 +47,8 @@ def test_sharded_checkpoint_loads(tmp_path):
     assert (sharded / "model.safetensors.index.json").is_file()
     whole = make_model_dir(tmp_path / "whole", "llama")
     params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
-    a = LLM(model=str(sharded), device="cpu").generate({"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False)
+    a = LLM(model=str(sharded), device="cpu").generate(
+        {"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False
+    )
     b = LLM(model=str(whole), device="cpu").generate({"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False)
     assert a[0].outputs[0].token_ids == b[0].outputs[0].token_ids

@@ -21,7 +21,11 @@ def test_there_are_notebooks() -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_committed_without_outputs(path: Path) -> None:
     nb = json.loads(path.read_text())
-    dirty = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
+    dirty = [
+        i
+        for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))
+    ]
     assert not dirty, f"{path.name}: cells {dirty} carry outputs; run `make strip` before committing"
 
 

@@ -15,7 +15,9 @@ from minispec.core.request import Request
 @dataclass
 class SchedulerOutput:
     scheduled_requests: list[Request]  # batch order: running requests first, then newly admitted ones
-    num_scheduled_tokens: dict[str, int]  # request_id -> tokens to compute this step (1 + drafts when decoding)
+    num_scheduled_tokens: dict[
+        str, int
+    ]  # request_id -> tokens to compute this step (1 + drafts when decoding)
     scheduled_spec_decode_tokens: dict[str, list[int]] = field(default_factory=dict)  # request_id -> drafts
     preempted_req_ids: set[str] = field(default_factory=set)
 

@@ -49,7 +49,9 @@ class LlamaArchConfig:
         rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
         rope_type = rope.get("rope_type", rope.get("type", "default"))
         if rope_type not in ("default", None):
-            raise ValueError(f"rope_scaling type {rope_type!r} is not supported; minispec supports 'default' RoPE")
+            raise ValueError(
+                f"rope_scaling type {rope_type!r} is not supported; minispec supports 'default' RoPE"
+            )
         heads = hf["num_attention_heads"]
         return cls(
             model_type=model_type,
@@ -106,11 +108,17 @@ class RotaryEmbedding(nn.Module):
 class LlamaAttention(nn.Module):
     def __init__(self, cfg: LlamaArchConfig):
         super().__init__()
-        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.num_heads, self.num_kv_heads, self.head_dim = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        )
         self.q_size = self.num_heads * self.head_dim
         self.kv_size = self.num_kv_heads * self.head_dim
         self.qkv_proj = nn.Linear(cfg.hidden_size, self.q_size + 2 * self.kv_size, bias=cfg.attention_bias)
-        self.o_proj = nn.Linear(self.q_size, cfg.hidden_size, bias=cfg.attention_bias and cfg.model_type != "qwen2")
+        self.o_proj = nn.Linear(
+            self.q_size, cfg.hidden_size, bias=cfg.attention_bias and cfg.model_type != "qwen2"
+        )
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.rotary_emb = RotaryEmbedding(self.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
@@ -150,7 +158,9 @@ class LlamaDecoderLayer(nn.Module):
         self.mlp = LlamaMLP(cfg)
 
     def forward(self, positions, hidden_states, kv_cache, attn_metadata) -> torch.Tensor:
-        h = hidden_states + self.self_attn(positions, self.input_layernorm(hidden_states), kv_cache, attn_metadata)
+        h = hidden_states + self.self_attn(
+            positions, self.input_layernorm(hidden_states), kv_cache, attn_metadata
+        )
         return h + self.mlp(self.post_attention_layernorm(h))
 
 

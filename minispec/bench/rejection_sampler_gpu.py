@@ -1,0 +1,263 @@
+"""Rejection sampler on the GPU: Triton kernels vs the PyTorch reference vs the memory floor (chapter 6).
+
+Run: `python -m minispec.bench.rejection_sampler_gpu [--csv docs/data/rejection_sampler_h200.csv]`.
+vLLM has no such script; the kernels measured are those of vllm/v1/sample/rejection_sampler.py.
+
+For vLLM-like shapes (every request drafts k tokens) it
+1. checks that each kernel returns exactly what its PyTorch reference returns, given the same draws;
+2. times the random path's kernels (recovered tokens + accept/reject) against the same work done by the
+   references on the GPU, and the whole `rejection_sample` call with either backend;
+3. compares the kernels with a floor: the bytes of target (and draft) probabilities read once, divided by
+   the device-to-device copy bandwidth measured here.
+It prints a table and writes a CSV. Without CUDA it says so and exits with status 0; `--dry-run` runs the
+same code on the CPU with tiny shapes through Triton's interpreter (a smoke test, timings meaningless).
+Exit status 1 when any kernel disagrees with its reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+DEFAULT_CSV = "docs/data/rejection_sampler_h200.csv"
+COLUMNS = [
+    "device",
+    "batch_size",
+    "k",
+    "vocab_size",
+    "draft_probs",
+    "num_tokens",
+    "match",
+    "kernels_us",
+    "reference_us",
+    "speedup_vs_reference",
+    "floor_us",
+    "kernels_over_floor",
+    "e2e_triton_us",
+    "e2e_torch_us",
+    "copy_bandwidth_gbs",
+]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", default=DEFAULT_CSV, help=f"output CSV path (default {DEFAULT_CSV})")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 64, 256])
+    parser.add_argument("--ks", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--vocab-sizes", type=int, nargs="+", default=[32000, 128256])
+    parser.add_argument(
+        "--reps", type=int, default=20, help="timed repetitions per measurement (median kept)"
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="CPU smoke run: tiny shapes, Triton interpreter, timings meaningless",
+    )
+    return parser.parse_args(argv)
+
+
+def time_us(fn: Callable[[], object], device: torch.device, reps: int, warmup: int = 3) -> float:
+    """Median wall time of fn in microseconds (CUDA events on the GPU)."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(reps):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(samples)
+
+
+def copy_bandwidth(device: torch.device, num_bytes: int, reps: int) -> float:
+    """Device-to-device copy bandwidth in bytes/s, counting the bytes read and the bytes written."""
+    src = torch.empty(num_bytes // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    t = time_us(lambda: dst.copy_(src), device, reps)
+    return 2 * num_bytes / (t * 1e-6)
+
+
+def make_inputs(batch_size: int, k: int, vocab_size: int, with_draft_probs: bool, device: torch.device):
+    g = torch.Generator(device=device).manual_seed(batch_size * 1000 + k * 10 + vocab_size)
+    num_tokens = batch_size * k
+    target_logits = torch.randn(num_tokens, vocab_size, device=device, generator=g)  # [T, V]
+    # Drafts: the target's argmax at every other position, random tokens elsewhere (some accepted, some not).
+    drafts = torch.randint(0, vocab_size, (num_tokens,), device=device, generator=g, dtype=torch.int32)
+    drafts[::2] = target_logits[::2].argmax(-1).to(torch.int32)
+    draft_probs = None
+    if with_draft_probs:
+        draft_probs = torch.softmax(torch.randn(num_tokens, vocab_size, device=device, generator=g), -1)
+    bonus = torch.randint(0, vocab_size, (batch_size, 1), device=device, generator=g)
+    cu = (torch.arange(1, batch_size + 1, device=device) * k).to(torch.int32)  # [B]
+    return target_logits, drafts, draft_probs, bonus, cu
+
+
+def run_shape(batch_size, k, vocab_size, with_draft_probs, device, bandwidth, reps) -> dict:
+    from minispec.kernels import rejection_sampler as K
+    from minispec.sample import rejection_sampler as R
+    from minispec.sample.metadata import SamplingMetadata
+
+    target_logits, drafts, draft_probs, bonus, cu = make_inputs(
+        batch_size, k, vocab_size, with_draft_probs, device
+    )
+    num_draft = [k] * batch_size
+    num_tokens = batch_size * k
+    target_probs = target_logits.softmax(-1, dtype=torch.float32)
+    uniform = R.generate_uniform_probs(num_tokens, num_draft, {}, device)
+    inv_q = R.generate_recovery_exponentials(batch_size, vocab_size, num_draft, {}, device).reciprocal()
+    bonus_flat = bonus.reshape(-1).to(torch.int32)
+    is_random = torch.zeros(batch_size, dtype=torch.bool, device=device)
+    is_mixed = torch.arange(batch_size, device=device) % 2 == 0
+
+    def out():
+        return torch.full((batch_size, k + 1), -1, dtype=torch.int32, device=device)
+
+    # 1. Exactness: same draws in, same tokens out.
+    rec_ref = R.sample_recovered_tokens_ref(cu, drafts, draft_probs, target_probs, inv_q, k)
+    rec_tri = K.sample_recovered_tokens(cu, drafts, draft_probs, target_probs, inv_q, k)
+    rand_args = (cu, drafts, draft_probs, target_probs, bonus_flat, rec_ref, uniform, is_mixed, k)
+    argmax = target_logits.argmax(-1)
+    greedy_args = (cu, drafts, argmax, bonus_flat, is_mixed, k)
+    temperature = torch.rand(batch_size, device=device)
+    match = (
+        torch.equal(rec_ref, rec_tri)
+        and torch.equal(
+            R.rejection_random_sample_ref(out(), *rand_args), K.rejection_random_sample(out(), *rand_args)
+        )
+        and torch.equal(
+            R.rejection_greedy_sample_ref(out(), *greedy_args), K.rejection_greedy_sample(out(), *greedy_args)
+        )
+        and torch.equal(
+            R.expand_batch_to_tokens_ref(temperature, cu, num_tokens, 0, 1),
+            K.expand_batch_to_tokens(temperature, cu, num_tokens, 0, 1),
+        )
+    )
+
+    # 2. The random path's work given the draws: recovered tokens, then accept / reject.
+    def random_path(ops):
+        recovered = ops["recovered"](cu, drafts, draft_probs, target_probs, inv_q, k)
+        return ops["random"](
+            out(), cu, drafts, draft_probs, target_probs, bonus_flat, recovered, uniform, is_random, k
+        )
+
+    triton_ops = {"recovered": K.sample_recovered_tokens, "random": K.rejection_random_sample}
+    torch_ops = {"recovered": R.sample_recovered_tokens_ref, "random": R.rejection_random_sample_ref}
+    kernels_us = time_us(lambda: random_path(triton_ops), device, reps)
+    reference_us = time_us(lambda: random_path(torch_ops), device, reps)
+
+    # 3. The whole call (softmax and random draws included), all rows random at temperature 1.
+    sm = SamplingMetadata(
+        temperature=torch.ones(batch_size, device=device), all_greedy=False, all_random=True
+    )
+
+    def e2e(backend):
+        return R.rejection_sample(
+            drafts, num_draft, k, cu, draft_probs, target_logits, bonus, sm, backend=backend
+        )
+
+    e2e_triton_us = time_us(lambda: e2e("triton"), device, reps)
+    e2e_torch_us = time_us(lambda: e2e("torch"), device, reps)
+
+    probs_bytes = target_probs.numel() * target_probs.element_size()
+    if draft_probs is not None:
+        probs_bytes += draft_probs.numel() * draft_probs.element_size()
+    floor_us = probs_bytes / bandwidth * 1e6
+    return {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (interpreter)",
+        "batch_size": batch_size,
+        "k": k,
+        "vocab_size": vocab_size,
+        "draft_probs": with_draft_probs,
+        "num_tokens": num_tokens,
+        "match": match,
+        "kernels_us": round(kernels_us, 2),
+        "reference_us": round(reference_us, 2),
+        "speedup_vs_reference": round(reference_us / kernels_us, 2),
+        "floor_us": round(floor_us, 2),
+        "kernels_over_floor": round(kernels_us / floor_us, 2),
+        "e2e_triton_us": round(e2e_triton_us, 2),
+        "e2e_torch_us": round(e2e_torch_us, 2),
+        "copy_bandwidth_gbs": round(bandwidth / 1e9, 1),
+    }
+
+
+def print_row(row: dict) -> None:
+    print(
+        f"{row['batch_size']:>5} {row['k']:>2} {row['vocab_size']:>7} {str(row['draft_probs']):>6} "
+        f"{str(row['match']):>6} {row['kernels_us']:>11.1f} {row['reference_us']:>11.1f} "
+        f"{row['speedup_vs_reference']:>7.2f} {row['floor_us']:>9.1f} {row['kernels_over_floor']:>7.2f} "
+        f"{row['e2e_triton_us']:>10.1f} {row['e2e_torch_us']:>10.1f}",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.dry_run:
+        # Must precede the first import of minispec.kernels.rejection_sampler (its decorators read it).
+        os.environ["TRITON_INTERPRET"] = "1"
+        device = torch.device("cpu")
+        shapes = [(b, k, v) for b in (1, 3) for k in (1, 2) for v in (50,)]
+        reps, copy_bytes = 1, 1 << 20
+    else:
+        if not torch.cuda.is_available():
+            print(
+                "rejection_sampler_gpu: no CUDA device found, nothing to measure. "
+                "Run it on a GPU machine, or use --dry-run for a CPU smoke run."
+            )
+            return 0
+        device = torch.device("cuda")
+        shapes = [(b, k, v) for v in args.vocab_sizes for b in args.batch_sizes for k in args.ks]
+        reps, copy_bytes = args.reps, 1 << 30
+
+    bandwidth = copy_bandwidth(device, copy_bytes, reps)
+    print(
+        f"device: {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'}; "
+        f"copy bandwidth {bandwidth / 1e9:.1f} GB/s (read + write)"
+    )
+    print(
+        f"{'B':>5} {'k':>2} {'V':>7} {'draftp':>6} {'match':>6} {'kernels_us':>11} {'ref_us':>11} "
+        f"{'speedup':>7} {'floor_us':>9} {'x_floor':>7} {'e2e_tri':>10} {'e2e_torch':>10}"
+    )
+    rows = []
+    for batch_size, k, vocab_size in shapes:
+        for with_draft_probs in (True, False):
+            row = run_shape(batch_size, k, vocab_size, with_draft_probs, device, bandwidth, reps)
+            print_row(row)
+            rows.append(row)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+
+    path = Path(args.csv)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {len(rows)} rows to {path}")
+    mismatches = [r for r in rows if not r["match"]]
+    if mismatches:
+        print(
+            f"MISMATCH: {len(mismatches)} shapes where a kernel disagrees with its reference", file=sys.stderr
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

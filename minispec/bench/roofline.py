@@ -1,0 +1,239 @@
+"""Roofline measurements on the reader's machine (chapter 1: why decoding is memory-bound).
+
+vLLM has no counterpart file: this module measures the effect that shapes vLLM's decode path (paged KV cache,
+CUDA graphs for small batches, continuous batching, speculative decoding). A decode step multiplies every
+weight matrix by a handful of token vectors, so its time is the time to stream the weights from memory;
+a matrix product with M tokens costs about the same until M reaches the ridge point of the machine.
+
+Run `python -m minispec.bench.roofline --out docs/data/roofline_<device>.csv` on a GPU to record a curve that
+chapter 1 overlays on the datasheet predictions (`load_matmul_measurements` reads it back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike
+
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "docs" / "data"
+CSV_FIELDS = ("device", "dtype", "d_in", "d_out", "m", "seconds")
+
+
+def _check_positive_int(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def matmul_flops(m: ArrayLike, d_in: int, d_out: int) -> np.ndarray | float:
+    """FLOPs of x @ W for x [m, d_in] and W [d_in, d_out]: one multiply and one add per weight and token."""
+    out = 2.0 * np.asarray(m, dtype=np.float64) * d_in * d_out
+    return float(out) if out.ndim == 0 else out
+
+
+def matmul_bytes(m: ArrayLike, d_in: int, d_out: int, bytes_per_param: float) -> np.ndarray | float:
+    """Bytes a matmul must move at least once: the weight, the input activations and the output."""
+    m_arr = np.asarray(m, dtype=np.float64)
+    out = bytes_per_param * (d_in * d_out + m_arr * d_in + m_arr * d_out)
+    return float(out) if out.ndim == 0 else out
+
+
+def arithmetic_intensity(m: ArrayLike, d_in: int, d_out: int, bytes_per_param: float) -> np.ndarray | float:
+    """FLOPs per byte moved. For m much smaller than d_in and d_out it is close to 2 m / bytes_per_param."""
+    if bytes_per_param <= 0:
+        raise ValueError(f"bytes_per_param must be > 0, got {bytes_per_param!r}")
+    return matmul_flops(m, d_in, d_out) / matmul_bytes(m, d_in, d_out, bytes_per_param)
+
+
+def roofline_time(
+    flops: ArrayLike, nbytes: ArrayLike, peak_flops: float, bandwidth: float
+) -> np.ndarray | float:
+    """Lower bound on run time: whichever is slower, the arithmetic or the memory traffic."""
+    if peak_flops <= 0 or bandwidth <= 0:
+        raise ValueError(f"peak_flops and bandwidth must be > 0, got {peak_flops!r} and {bandwidth!r}")
+    compute_s = np.asarray(flops, dtype=np.float64) / peak_flops
+    memory_s = np.asarray(nbytes, dtype=np.float64) / bandwidth
+    out = np.maximum(compute_s, memory_s)
+    return float(out) if out.ndim == 0 else out
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: int | None) -> Iterator[None]:
+    """Run the block with torch using num_threads CPU threads (None: leave the setting alone).
+
+    One thread gives steadier numbers on a machine shared with other jobs: a multi-threaded CPU matmul
+    waits for its slowest thread, and a descheduled thread costs a whole scheduler time slice.
+    """
+    if num_threads is None:
+        yield
+        return
+    _check_positive_int("num_threads", num_threads)
+    before = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _best_seconds(fn: Callable[[], object], repeats: int, device: torch.device, warmup: int = 1) -> float:
+    """Fastest of `repeats` timed calls: noise (other jobs, interrupts) only ever adds time."""
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        samples.append(time.perf_counter() - start)
+    return min(samples)
+
+
+def measure_matmul_times(
+    ms: Sequence[int],
+    d_in: int = 4096,
+    d_out: int = 3072,
+    dtype: torch.dtype = torch.float32,
+    repeats: int = 5,
+    device: str | torch.device = "cpu",
+    num_threads: int | None = None,
+) -> dict[int, float]:
+    """Best-of-repeats seconds of x [m, d_in] @ W [d_in, d_out] for each m in ms: a decode-like product.
+
+    Pick d_in * d_out * bytes larger than the last-level cache (tens of MB), otherwise the weight is read
+    from cache and the measured "bandwidth" is the cache's, not the memory's.
+    """
+    _check_positive_int("d_in", d_in)
+    _check_positive_int("d_out", d_out)
+    _check_positive_int("repeats", repeats)
+    if len(ms) == 0:
+        raise ValueError("ms must name at least one token count, got an empty sequence")
+    for m in ms:
+        _check_positive_int("m", m)
+    device = torch.device(device)
+    weight = torch.randn(d_in, d_out, dtype=dtype, device=device)  # [d_in, d_out]
+    times = {}
+    with torch_threads(num_threads):
+        for m in ms:
+            x = torch.randn(m, d_in, dtype=dtype, device=device)  # [m, d_in]
+            out = torch.empty(m, d_out, dtype=dtype, device=device)  # [m, d_out]
+            run = lambda x=x, out=out: torch.matmul(x, weight, out=out)
+            times[int(m)] = _best_seconds(run, repeats, device)
+    return times
+
+
+def measure_copy_bandwidth(
+    nbytes: int = 256 * 2**20,
+    repeats: int = 5,
+    device: str | torch.device = "cpu",
+    num_threads: int | None = None,
+) -> float:
+    """Achieved memory bandwidth in bytes/s of copying an nbytes buffer (counts the read and the write)."""
+    _check_positive_int("nbytes", nbytes)
+    _check_positive_int("repeats", repeats)
+    device = torch.device(device)
+    src = torch.ones(nbytes, dtype=torch.uint8, device=device)  # [nbytes]
+    dst = torch.empty_like(src)
+    with torch_threads(num_threads):
+        seconds = _best_seconds(lambda: dst.copy_(src), repeats, device)
+    return 2.0 * nbytes / seconds
+
+
+def measure_peak_flops(
+    n: int = 1024,
+    dtype: torch.dtype = torch.float32,
+    repeats: int = 5,
+    device: str | torch.device = "cpu",
+    num_threads: int | None = None,
+) -> float:
+    """Achieved FLOP/s of a square n x n matmul: a stand-in for the machine's compute roof."""
+    _check_positive_int("n", n)
+    _check_positive_int("repeats", repeats)
+    device = torch.device(device)
+    a = torch.randn(n, n, dtype=dtype, device=device)  # [n, n]
+    b = torch.randn(n, n, dtype=dtype, device=device)  # [n, n]
+    out = torch.empty(n, n, dtype=dtype, device=device)
+    with torch_threads(num_threads):
+        seconds = _best_seconds(lambda: torch.matmul(a, b, out=out), repeats, device)
+    return 2.0 * n**3 / seconds
+
+
+@dataclass(frozen=True)
+class MatmulMeasurement:
+    """One row of a recorded matmul curve (docs/data/*.csv)."""
+
+    device: str
+    dtype: str
+    d_in: int
+    d_out: int
+    m: int
+    seconds: float
+
+
+def save_matmul_measurements(path: str | Path, rows: Sequence[MatmulMeasurement]) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(CSV_FIELDS)
+        for r in rows:
+            writer.writerow([r.device, r.dtype, r.d_in, r.d_out, r.m, repr(r.seconds)])
+
+
+def load_matmul_measurements(data_dir: str | Path | None = None) -> dict[str, list[MatmulMeasurement]] | None:
+    """Recorded matmul curves under data_dir (default docs/data), keyed by device; None when none exist."""
+    data_dir = Path(data_dir) if data_dir is not None else DEFAULT_DATA_DIR
+    if not data_dir.is_dir():
+        return None
+    curves: dict[str, list[MatmulMeasurement]] = {}
+    for path in sorted(data_dir.glob("*.csv")):
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None or not set(CSV_FIELDS) <= set(reader.fieldnames):
+                continue  # another benchmark's file
+            for row in reader:
+                rec = MatmulMeasurement(
+                    row["device"],
+                    row["dtype"],
+                    int(row["d_in"]),
+                    int(row["d_out"]),
+                    int(row["m"]),
+                    float(row["seconds"]),
+                )
+                curves.setdefault(rec.device, []).append(rec)
+    for rows in curves.values():
+        rows.sort(key=lambda r: r.m)
+    return curves or None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Record a decode-like matmul curve t(m) for chapter 1.")
+    parser.add_argument("--out", required=True, help="CSV path, e.g. docs/data/roofline_h100.csv")
+    parser.add_argument("--d-in", type=int, default=8192)
+    parser.add_argument("--d-out", type=int, default=8192)
+    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "float16", "bfloat16"])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    ms = [2**i for i in range(13)]  # 1 .. 4096
+    times = measure_matmul_times(ms, args.d_in, args.d_out, getattr(torch, args.dtype), args.repeats, device)
+    rows = [MatmulMeasurement(name, args.dtype, args.d_in, args.d_out, m, t) for m, t in times.items()]
+    save_matmul_measurements(args.out, rows)
+    print(f"wrote {len(rows)} rows for {name} to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""Logprobs returned with sampled tokens: the top-N of each row plus the sampled token and its rank.
+
+Chapter 6 (vLLM's sampler). vLLM counterparts: `LogprobsTensors` in `vllm/v1/outputs.py`,
+`Sampler.compute_logprobs` / `Sampler.gather_logprobs` in `vllm/v1/sample/sampler.py` and
+`batched_count_greater_than` in `vllm/v1/sample/ops/logprobs.py`.
+
+Which logprobs: vLLM's default `logprobs_mode` is "raw_logprobs", the log-softmax of the model's logits
+before logit bias, penalties, temperature and top-k / top-p. minispec implements only that mode, so a
+returned logprob says what the model thought, not what the sampler drew from (a token that top-k masked
+still has a finite logprob).
+
+Layout, per row: column 0 is the sampled token, columns 1..N the N most likely tokens in order. When the
+sampled token is among the top N it appears twice (vLLM merges it later, in the output processor).
+Rank 1 means most likely; a token's rank counts the tokens whose logprob is >= its own, so a tie shares
+the worse rank.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class LogprobsTensors:
+    logprob_token_ids: torch.Tensor  # [B, N + 1] int64: sampled token, then the top-N token ids
+    logprobs: torch.Tensor  # [B, N + 1] float32: their logprobs
+    selected_token_ranks: torch.Tensor  # [B] int64: rank of the sampled token (1 = most likely)
+
+    def tolists(self) -> tuple[list[list[int]], list[list[float]], list[int]]:
+        return self.logprob_token_ids.tolist(), self.logprobs.tolist(), self.selected_token_ranks.tolist()
+
+
+def compute_logprobs(logits: torch.Tensor) -> torch.Tensor:
+    """log_softmax over the vocabulary, in float32."""
+    return logits.log_softmax(dim=-1, dtype=torch.float32)
+
+
+def batched_count_greater_than(x: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """For each row, how many entries of `x` [B, V] are >= `values` [B, 1]. Returns [B] int64."""
+    return (x >= values).sum(dim=-1)
+
+
+def gather_logprobs(logprobs: torch.Tensor, num_logprobs: int, token_ids: torch.Tensor) -> LogprobsTensors:
+    """Top-`num_logprobs` of `logprobs` [B, V] plus the logprob and rank of `token_ids` [B]."""
+    token_ids = token_ids.to(torch.long).unsqueeze(-1)  # [B, 1]
+    topk_logprobs, topk_ids = torch.topk(logprobs, num_logprobs, dim=-1)  # [B, N], [B, N]
+    token_logprobs = logprobs.gather(-1, token_ids)  # [B, 1]
+    ranks = batched_count_greater_than(logprobs, token_logprobs)  # [B]
+    return LogprobsTensors(
+        logprob_token_ids=torch.cat((token_ids, topk_ids), dim=1),
+        logprobs=torch.cat((token_logprobs, topk_logprobs), dim=1),
+        selected_token_ranks=ranks,
+    )

@@ -1,0 +1,157 @@
+"""SamplingMetadata: the batch's sampling parameters as tensors, built once per engine step.
+
+Chapter 6 (vLLM's sampler). vLLM counterpart: `vllm/v1/sample/metadata.py` (`SamplingMetadata`); vLLM
+fills it from its persistent `InputBatch` (`vllm/v1/worker/gpu_input_batch.py`), which keeps the
+tensors alive across steps and edits only the rows that changed. minispec rebuilds it from the requests
+every step (`from_requests`), which is simpler and cheap for small batches.
+
+Conventions (vLLM's):
+- A tensor field is None when no row uses the feature, so the sampler skips that op entirely.
+- `temperature` [B] holds each row's own value, greedy rows included (0.0); it is None when every row is
+  greedy. The sampler takes the argmax for rows with temperature < 1e-5 and, before dividing the random
+  rows by their temperature, replaces the greedy rows' temperature by 1.0 to avoid dividing by zero.
+- `top_k` [B] int64: a row where top-k is off (top_k 0, or >= vocab_size) holds `vocab_size` (keeps all).
+- `top_p` [B] float32: a row where top-p is off holds 1.0. `min_p` [B]: off is 0.0.
+- `prompt_token_ids` [B, max_prompt_len] int64, padded with `vocab_size`; built only when penalties are on.
+- `generators`: batch row index -> that request's `torch.Generator`, for seeded random requests. The
+  generator belongs to the request and lives across steps (the engine owns it); see `make_generator`.
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+
+from minispec.sample.ops.penalties import make_padded_tensor
+from minispec.sampling_params import SamplingParams, SamplingType
+
+
+@dataclass
+class SamplingMetadata:
+    temperature: torch.Tensor | None  # [B] float32, None when all rows are greedy
+    all_greedy: bool
+    all_random: bool
+
+    top_p: torch.Tensor | None = None  # [B] float32
+    top_k: torch.Tensor | None = None  # [B] int64, vocab_size where off
+    min_p: torch.Tensor | None = None  # [B] float32
+
+    generators: dict[int, torch.Generator] = field(default_factory=dict)
+
+    # None: no logprobs; 0: only the sampled token's logprob; N: also the top N.
+    max_num_logprobs: int | None = None
+
+    no_penalties: bool = True
+    prompt_token_ids: torch.Tensor | None = None  # [B, max_prompt_len] int64, padded with vocab_size
+    frequency_penalties: torch.Tensor | None = None  # [B] float32
+    presence_penalties: torch.Tensor | None = None  # [B] float32
+    repetition_penalties: torch.Tensor | None = None  # [B] float32
+
+    output_token_ids: list[list[int]] = field(default_factory=list)
+
+    logit_bias: list[dict[int, float] | None] | None = None
+
+    # Draft tokens of each request, when the sampler draws the bonus token of a speculative step (vLLM's
+    # `spec_token_ids`): the penalties then count them as output tokens.
+    spec_token_ids: list[list[int]] | None = None
+
+    @classmethod
+    def from_requests(
+        cls,
+        params: list[SamplingParams],
+        prompt_token_ids: list[list[int]],
+        output_token_ids: list[list[int]],
+        generators: dict[int, torch.Generator],
+        vocab_size: int,
+        device: torch.device | str = "cpu",
+    ) -> "SamplingMetadata":
+        """Build the metadata of a batch whose row i is request i."""
+        num_reqs = len(params)
+        _check_batch(params, prompt_token_ids, output_token_ids, generators, vocab_size)
+
+        greedy = [p.sampling_type == SamplingType.GREEDY for p in params]
+        all_greedy = all(greedy)
+        all_random = num_reqs > 0 and not any(greedy)
+
+        def f32(values: list[float]) -> torch.Tensor:
+            return torch.tensor(values, dtype=torch.float32, device=device)  # [B]
+
+        temperature = None if all_greedy else f32([p.temperature for p in params])
+        top_p = top_k = min_p = None
+        if not all_greedy:
+            if any(p.top_p < 1.0 for p in params):
+                top_p = f32([p.top_p for p in params])
+            if any(0 < p.top_k < vocab_size for p in params):
+                ks = [p.top_k if 0 < p.top_k < vocab_size else vocab_size for p in params]
+                top_k = torch.tensor(ks, dtype=torch.long, device=device)  # [B]
+            if any(p.min_p > 0.0 for p in params):
+                min_p = f32([p.min_p for p in params])
+
+        requested = [p.logprobs for p in params if p.logprobs is not None]
+        max_num_logprobs = max(requested) if requested else None
+
+        no_penalties = not any(p.has_penalties for p in params)
+        prompt_t = freq = pres = rep = None
+        if not no_penalties:
+            prompt_t = make_padded_tensor(prompt_token_ids, vocab_size, device)  # [B, max_prompt_len]
+            freq = f32([p.frequency_penalty for p in params])
+            pres = f32([p.presence_penalty for p in params])
+            rep = f32([p.repetition_penalty for p in params])
+
+        logit_bias = None
+        if any(p.logit_bias for p in params):
+            logit_bias = [p.logit_bias or None for p in params]
+
+        return cls(
+            temperature=temperature,
+            all_greedy=all_greedy,
+            all_random=all_random,
+            top_p=top_p,
+            top_k=top_k,
+            min_p=min_p,
+            generators=dict(generators),
+            max_num_logprobs=max_num_logprobs,
+            no_penalties=no_penalties,
+            prompt_token_ids=prompt_t,
+            frequency_penalties=freq,
+            presence_penalties=pres,
+            repetition_penalties=rep,
+            output_token_ids=output_token_ids,
+            logit_bias=logit_bias,
+        )
+
+
+def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """The generator a seeded request keeps for its whole life (create it once, not every step)."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    return generator
+
+
+def _check_batch(
+    params: list[SamplingParams],
+    prompt_token_ids: list[list[int]],
+    output_token_ids: list[list[int]],
+    generators: dict[int, torch.Generator],
+    vocab_size: int,
+) -> None:
+    num_reqs = len(params)
+    if not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be an int >= 1, got {vocab_size!r}.")
+    for name, rows in (("prompt_token_ids", prompt_token_ids), ("output_token_ids", output_token_ids)):
+        if len(rows) != num_reqs:
+            raise ValueError(f"{name} must have one row per request ({num_reqs}), got {len(rows)} rows.")
+    for row in generators:
+        if not 0 <= row < num_reqs:
+            raise ValueError(f"generators keys must be batch rows in [0, {num_reqs}), got {row!r}.")
+    for i, p in enumerate(params):
+        if p.sampling_type == SamplingType.RANDOM_SEED and i not in generators:
+            raise ValueError(
+                f"generators must hold a generator for every seeded random row; row {i} (seed={p.seed}) "
+                "has none (create one per request with make_generator)."
+            )
+        if p.logprobs is not None and p.logprobs > vocab_size:
+            raise ValueError(f"logprobs of row {i} must be <= vocab_size={vocab_size}, got {p.logprobs}.")
+        if p.logit_bias and max(p.logit_bias) >= vocab_size:
+            raise ValueError(
+                f"logit_bias token ids of row {i} must be in [0, {vocab_size}), got {max(p.logit_bias)}."
+            )

@@ -1,0 +1,465 @@
+"""RejectionSampler: lossless verification of draft tokens (chapters 2 and 6).
+
+vLLM: vllm/v1/sample/rejection_sampler.py. The Triton kernels live in kernels/rejection_sampler.py (imported
+as `minispec.kernels.rejection_sampler`); this file holds the PyTorch reference with the same semantics and
+picks one of the two per call.
+
+Per request with d drafts the output row [max_spec_len + 1] holds, then -1 padding (PLACEHOLDER_TOKEN_ID):
+- greedy rows (temperature < 1e-5): the drafts that equal the target argmax, then the target argmax at the
+  first mismatch; or all d drafts and the bonus token when none mismatched.
+- random rows: draft x at position j is accepted iff p_draft(x) > 0 and p_target(x) / p_draft(x) >= u_j
+  (u_j ~ U[0, 1), one per draft); without draft probs (n-gram drafts, one-hot) iff p_target(x) >= u_j.
+  At the first rejection a recovered token is drawn from max(p_target - p_draft, 0) (or p_target with x
+  zeroed) by the exponential race argmax(prob / q), one q ~ Exp(1) row per request shared by its positions.
+  When nothing is rejected the bonus token follows. Leviathan et al. (2023) show the emitted token at each
+  position is then distributed exactly as p_target.
+
+The random numbers are drawn first (`generate_uniform_probs`, `generate_recovery_exponentials`) and then
+handed to pure functions (`*_ref` here, the kernels' launchers there) that must agree bit for bit. minispec
+simplifies vLLM: no logprobs, penalties or bad words inside the rejection sampler, no synthetic mode, and the
+caller passes the bonus token ids (vLLM samples them inside `forward`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import torch
+import torch.nn as nn
+
+from minispec.sample.metadata import SamplingMetadata
+from minispec.sample.ops.topk_topp_sampler import apply_top_k_top_p
+from minispec.spec_decode.metadata import SpecDecodeMetadata
+
+PLACEHOLDER_TOKEN_ID = -1
+_SAMPLING_EPS = 1e-5  # temperature below this means greedy
+MAX_SPEC_LEN = 128  # the most drafts per request one step may verify
+
+Backend = Literal["auto", "torch", "triton"]
+_BACKENDS = ("auto", "torch", "triton")
+
+
+class RejectionSampler(nn.Module):
+    """Verifies drafts against the target model's logits; see the module docstring for the rules."""
+
+    def __init__(self, backend: Backend = "auto"):
+        super().__init__()
+        _check_backend(backend)
+        self.backend = backend
+
+    def forward(
+        self,
+        metadata: SpecDecodeMetadata,
+        draft_probs: torch.Tensor | None,  # [num_draft_tokens, V] or None (one-hot drafts)
+        target_logits: torch.Tensor,  # [num_draft_tokens, V], or all rows at logits_indices
+        bonus_token_ids: torch.Tensor,  # [B, 1]
+        sampling_metadata: SamplingMetadata,
+    ) -> torch.Tensor:
+        """Returns [B, max_spec_len + 1] int32 token ids padded with PLACEHOLDER_TOKEN_ID."""
+        if metadata.max_spec_len > MAX_SPEC_LEN:
+            raise ValueError(f"max_spec_len must be <= {MAX_SPEC_LEN}, got {metadata.max_spec_len}")
+        num_draft = metadata.draft_token_ids.shape[0]
+        if target_logits.shape[0] == metadata.logits_indices.shape[0] != num_draft:
+            # The caller passed logits for drafts and bonus positions alike: keep the draft rows.
+            target_logits = target_logits[metadata.target_logits_indices]
+        # float32 copy: the constraints below must not edit the caller's tensor.
+        target_logits = target_logits.to(torch.float32, copy=True)  # [num_draft_tokens, V]
+        target_logits = apply_sampling_constraints(
+            target_logits, metadata.cu_num_draft_tokens, sampling_metadata, backend=self.backend
+        )
+        return rejection_sample(
+            metadata.draft_token_ids,
+            metadata.num_draft_tokens,
+            metadata.max_spec_len,
+            metadata.cu_num_draft_tokens,
+            draft_probs,
+            target_logits,
+            bonus_token_ids,
+            sampling_metadata,
+            backend=self.backend,
+        )
+
+    @staticmethod
+    def parse_output(output_token_ids: torch.Tensor, vocab_size: int) -> list[list[int]]:
+        """Per-request token lists without placeholders (and without ids >= vocab_size)."""
+        rows = output_token_ids.cpu().tolist()
+        return [[t for t in row if t != PLACEHOLDER_TOKEN_ID and t < vocab_size] for row in rows]
+
+
+def rejection_sample(
+    draft_token_ids: torch.Tensor,  # [num_draft_tokens] int32
+    num_draft_tokens: list[int],  # [B]
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,  # [B] int32
+    draft_probs: torch.Tensor | None,  # [num_draft_tokens, V]
+    target_logits: torch.Tensor,  # [num_draft_tokens, V] after apply_sampling_constraints
+    bonus_token_ids: torch.Tensor,  # [B, 1]
+    sampling_metadata: SamplingMetadata,
+    backend: Backend = "auto",
+) -> torch.Tensor:
+    """Verify all requests' drafts; returns [B, max_spec_len + 1] int32 padded with -1."""
+    batch_size = len(num_draft_tokens)
+    num_tokens = draft_token_ids.shape[0]
+    device = target_logits.device
+    _check_inputs(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+    )
+    ops = _ops(backend, device)
+    bonus_token_ids = bonus_token_ids.reshape(batch_size).to(torch.int32)  # [B]
+    output_token_ids = torch.full(
+        (batch_size, max_spec_len + 1), PLACEHOLDER_TOKEN_ID, dtype=torch.int32, device=device
+    )  # [B, max_spec_len + 1]
+    is_greedy = None if sampling_metadata.all_greedy else sampling_metadata.temperature < _SAMPLING_EPS  # [B]
+
+    if not sampling_metadata.all_random:
+        # The processed logits keep each greedy row's argmax (temperature 1, top-k/top-p keep the maximum).
+        target_argmax = target_logits.argmax(dim=-1)  # [num_draft_tokens]
+        ops["greedy"](
+            output_token_ids,
+            cu_num_draft_tokens,
+            draft_token_ids,
+            target_argmax,
+            bonus_token_ids,
+            is_greedy,
+            max_spec_len,
+        )
+        if sampling_metadata.all_greedy:
+            return output_token_ids
+
+    target_probs = target_logits.softmax(dim=-1, dtype=torch.float32)  # [num_draft_tokens, V]
+    uniform_probs = generate_uniform_probs(num_tokens, num_draft_tokens, sampling_metadata.generators, device)
+    recovered_token_ids = sample_recovered_tokens(
+        max_spec_len,
+        num_draft_tokens,
+        cu_num_draft_tokens,
+        draft_token_ids,
+        draft_probs,
+        target_probs,
+        sampling_metadata,
+        device,
+        backend=backend,
+    )
+    if is_greedy is None:
+        is_greedy = torch.zeros(batch_size, dtype=torch.bool, device=device)
+    ops["random"](
+        output_token_ids,
+        cu_num_draft_tokens,
+        draft_token_ids,
+        draft_probs,
+        target_probs,
+        bonus_token_ids,
+        recovered_token_ids,
+        uniform_probs,
+        is_greedy,
+        max_spec_len,
+    )
+    return output_token_ids
+
+
+def apply_sampling_constraints(
+    logits: torch.Tensor,  # [num_draft_tokens, V] float32
+    cu_num_draft_tokens: torch.Tensor,  # [B]
+    sampling_metadata: SamplingMetadata,
+    backend: Backend = "auto",
+) -> torch.Tensor:
+    """Temperature, top-k and top-p of each request, applied to every one of its draft positions."""
+    if sampling_metadata.all_greedy:
+        return logits
+    num_tokens = logits.shape[0]
+    temperature = sampling_metadata.temperature
+    if temperature is None:
+        raise ValueError("sampling_metadata.temperature must be set unless all_greedy is True, got None")
+    # Greedy rows divide by 1 instead of ~0; their argmax is unchanged.
+    temperature = torch.where(temperature < _SAMPLING_EPS, torch.ones_like(temperature), temperature)
+    temperature = expand_batch_to_tokens(temperature, cu_num_draft_tokens, num_tokens, backend=backend)
+    logits = logits / temperature.unsqueeze(-1)  # [num_draft_tokens, V]
+    top_k = top_p = None
+    if sampling_metadata.top_k is not None:
+        top_k = expand_batch_to_tokens(
+            sampling_metadata.top_k, cu_num_draft_tokens, num_tokens, backend=backend
+        )
+    if sampling_metadata.top_p is not None:
+        top_p = expand_batch_to_tokens(
+            sampling_metadata.top_p, cu_num_draft_tokens, num_tokens, backend=backend
+        )
+    return apply_top_k_top_p(logits, top_k, top_p)
+
+
+def expand_batch_to_tokens(
+    x: torch.Tensor,  # [B]
+    cu_num_tokens: torch.Tensor,  # [B]
+    num_tokens: int,
+    replace_from: float = 0,
+    replace_to: float = 0,
+    backend: Backend = "auto",
+) -> torch.Tensor:
+    """[a, b, c] with cu_num_tokens [2, 5, 6] -> [a, a, b, b, b, c]; entries equal to replace_from become
+    replace_to (vLLM's hook; with the default 0 -> 0 nothing changes)."""
+    if x.shape != cu_num_tokens.shape or x.ndim != 1:
+        raise ValueError(
+            f"x and cu_num_tokens must be 1-D of equal length, got {tuple(x.shape)} and "
+            f"{tuple(cu_num_tokens.shape)}"
+        )
+    return _ops(backend, x.device)["expand"](x, cu_num_tokens, num_tokens, replace_from, replace_to)
+
+
+def generate_uniform_probs(
+    num_tokens: int, num_draft_tokens: list[int], generators: dict[int, torch.Generator], device: torch.device
+) -> torch.Tensor:
+    """[num_tokens] float64 uniforms in [0, 1); seeded requests' spans come from their own generator.
+
+    float64 because float32 rand returns exactly 0.0 often enough to matter (0 would accept anything).
+    Requests without drafts draw nothing, so a seeded request's stream depends only on its own drafts.
+    """
+    uniform_probs = torch.rand(num_tokens, dtype=torch.float64, device=device)  # [num_tokens]
+    start = 0
+    for req_idx, n in enumerate(num_draft_tokens):
+        generator = generators.get(req_idx)
+        if n > 0 and generator is not None:
+            uniform_probs[start : start + n].uniform_(generator=generator)
+        start += n
+    return uniform_probs
+
+
+def generate_recovery_exponentials(
+    batch_size: int,
+    vocab_size: int,
+    num_draft_tokens: list[int],
+    generators: dict[int, torch.Generator],
+    device: torch.device,
+) -> torch.Tensor:
+    """q [B, V] float32 ~ Exp(1): one row per request, shared by all of its draft positions."""
+    q = torch.empty(batch_size, vocab_size, dtype=torch.float32, device=device)  # [B, V]
+    q.exponential_()
+    for req_idx, generator in generators.items():
+        if num_draft_tokens[req_idx] > 0:
+            q[req_idx].exponential_(generator=generator)
+    # An Exp(1) draw may round to 0 in float32; clamping keeps 1 / q finite.
+    return q.clamp_(min=torch.finfo(torch.float32).tiny)
+
+
+def sample_recovered_tokens(
+    max_spec_len: int,
+    num_draft_tokens: list[int],
+    cu_num_draft_tokens: torch.Tensor,  # [B]
+    draft_token_ids: torch.Tensor,  # [num_draft_tokens]
+    draft_probs: torch.Tensor | None,  # [num_draft_tokens, V]
+    target_probs: torch.Tensor,  # [num_draft_tokens, V]
+    sampling_metadata: SamplingMetadata,
+    device: torch.device,
+    backend: Backend = "auto",
+) -> torch.Tensor:
+    """[num_draft_tokens] int32: at every draft position, the token to emit if that draft is rejected."""
+    q = generate_recovery_exponentials(
+        len(num_draft_tokens), target_probs.shape[-1], num_draft_tokens, sampling_metadata.generators, device
+    )
+    inv_q = q.reciprocal()  # [B, V]; both backends multiply by it, so they round alike
+    return _ops(backend, device)["recovered"](
+        cu_num_draft_tokens, draft_token_ids, draft_probs, target_probs, inv_q, max_spec_len
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pure PyTorch references. Same arguments and results as the launchers in kernels/rejection_sampler.py.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _draft_grid(cu_num_draft_tokens: torch.Tensor, max_spec_len: int, num_tokens: int):
+    """Per (request, position): flat token index (num_tokens where padding), validity, and draft counts."""
+    cu = cu_num_draft_tokens.to(torch.long)  # [B]
+    starts = cu - torch.diff(cu, prepend=cu.new_zeros(1))  # [B]
+    counts = cu - starts  # [B]
+    pos = torch.arange(max_spec_len, device=cu.device)  # [S]
+    valid = pos[None, :] < counts[:, None]  # [B, S]
+    index = torch.where(valid, starts[:, None] + pos[None, :], num_tokens)  # [B, S]
+    return index, valid, counts, pos
+
+
+def _pad1(x: torch.Tensor, value) -> torch.Tensor:
+    """x [N] with one extra entry, so padding positions (index N) can be gathered."""
+    return torch.cat([x, x.new_full((1,), value)])
+
+
+def _first_true(mask: torch.Tensor, pos: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """[B] first position where mask is True, or counts where it never is."""
+    candidates = torch.where(mask, pos[None, :], counts[:, None])  # [B, S]
+    return torch.cat([candidates, counts[:, None]], dim=1).min(dim=1).values
+
+
+def _write_bonus(out: torch.Tensor, rows: torch.Tensor, counts: torch.Tensor, bonus: torch.Tensor) -> None:
+    batch_idx = rows.nonzero().squeeze(1)
+    out[batch_idx, counts[batch_idx]] = bonus[batch_idx].to(out.dtype)
+
+
+def rejection_greedy_sample_ref(
+    output_token_ids: torch.Tensor,  # [B, max_spec_len + 1] int32, filled in place
+    cu_num_draft_tokens: torch.Tensor,  # [B]
+    draft_token_ids: torch.Tensor,  # [num_draft_tokens]
+    target_argmax: torch.Tensor,  # [num_draft_tokens]
+    bonus_token_ids: torch.Tensor,  # [B]
+    is_greedy: torch.Tensor | None,  # [B] bool; None = every row
+    max_spec_len: int,
+) -> torch.Tensor:
+    num_tokens = draft_token_ids.shape[0]
+    index, valid, counts, pos = _draft_grid(cu_num_draft_tokens, max_spec_len, num_tokens)
+    drafts = _pad1(draft_token_ids.to(torch.int32), PLACEHOLDER_TOKEN_ID)[index]  # [B, S]
+    targets = _pad1(target_argmax.to(torch.int32), PLACEHOLDER_TOKEN_ID)[index]  # [B, S]
+    rejected_at = _first_true(valid & (drafts != targets), pos, counts)  # [B]
+    rows = torch.ones_like(counts, dtype=torch.bool) if is_greedy is None else is_greedy
+    # Accepted positions and the first rejected one all hold the target's argmax.
+    write = rows[:, None] & valid & (pos[None, :] <= rejected_at[:, None])  # [B, S]
+    out = output_token_ids[:, :max_spec_len]
+    out.copy_(torch.where(write, targets, out))
+    _write_bonus(output_token_ids, rows & (rejected_at == counts), counts, bonus_token_ids)
+    return output_token_ids
+
+
+def rejection_random_sample_ref(
+    output_token_ids: torch.Tensor,  # [B, max_spec_len + 1] int32, filled in place
+    cu_num_draft_tokens: torch.Tensor,  # [B]
+    draft_token_ids: torch.Tensor,  # [num_draft_tokens]
+    draft_probs: torch.Tensor | None,  # [num_draft_tokens, V]
+    target_probs: torch.Tensor,  # [num_draft_tokens, V]
+    bonus_token_ids: torch.Tensor,  # [B]
+    recovered_token_ids: torch.Tensor,  # [num_draft_tokens]
+    uniform_probs: torch.Tensor,  # [num_draft_tokens] float64
+    is_greedy: torch.Tensor,  # [B] bool; these rows are skipped
+    max_spec_len: int,
+) -> torch.Tensor:
+    num_tokens = draft_token_ids.shape[0]
+    draft = draft_token_ids.to(torch.long)  # [num_tokens]
+    safe = draft.clamp(min=0).unsqueeze(1)  # [num_tokens, 1]
+    target_prob = target_probs.gather(1, safe).squeeze(1).to(torch.float32)  # [num_tokens]
+    if draft_probs is None:
+        accepted = target_prob >= uniform_probs  # one-hot draft: p_draft(x) = 1
+    else:
+        draft_prob = draft_probs.gather(1, safe).squeeze(1).to(torch.float32)  # [num_tokens]
+        # The ratio is rounded in float32 before the float64 comparison, as in the kernel.
+        accepted = (draft_prob > 0) & ((target_prob / draft_prob) >= uniform_probs)
+    accepted &= draft >= 0  # a placeholder draft is always rejected
+
+    index, valid, counts, pos = _draft_grid(cu_num_draft_tokens, max_spec_len, num_tokens)
+    accepted_grid = _pad1(accepted, False)[index]  # [B, S]
+    rejected_at = _first_true(valid & ~accepted_grid, pos, counts)  # [B]
+    drafts = _pad1(draft_token_ids.to(torch.int32), PLACEHOLDER_TOKEN_ID)[index]  # [B, S]
+    recovered = _pad1(recovered_token_ids.to(torch.int32), PLACEHOLDER_TOKEN_ID)[index]  # [B, S]
+    rows = ~is_greedy  # [B]
+    before = pos[None, :] < rejected_at[:, None]  # [B, S]
+    at = valid & (pos[None, :] == rejected_at[:, None])  # [B, S]
+    out = output_token_ids[:, :max_spec_len]
+    out.copy_(torch.where(rows[:, None] & before, drafts, out))
+    out.copy_(torch.where(rows[:, None] & at, recovered, out))
+    _write_bonus(output_token_ids, rows & (rejected_at == counts), counts, bonus_token_ids)
+    return output_token_ids
+
+
+def sample_recovered_tokens_ref(
+    cu_num_draft_tokens: torch.Tensor,  # [B]
+    draft_token_ids: torch.Tensor,  # [num_draft_tokens]
+    draft_probs: torch.Tensor | None,  # [num_draft_tokens, V]
+    target_probs: torch.Tensor,  # [num_draft_tokens, V]
+    inv_q: torch.Tensor,  # [B, V] = 1 / q
+    max_spec_len: int,
+) -> torch.Tensor:
+    num_tokens, vocab_size = target_probs.shape
+    counts = torch.diff(cu_num_draft_tokens.to(torch.long), prepend=cu_num_draft_tokens.new_zeros(1).long())
+    req_idx = torch.repeat_interleave(torch.arange(counts.shape[0], device=counts.device), counts)  # [T]
+    if draft_probs is None:
+        vocab = torch.arange(vocab_size, device=target_probs.device)
+        is_draft = vocab[None, :] == draft_token_ids.to(torch.long)[:, None]  # [T, V]
+        prob = torch.where(is_draft, torch.zeros_like(target_probs), target_probs)  # [T, V]
+    else:
+        prob = torch.clamp_min(target_probs - draft_probs, 0.0)  # [T, V], unnormalised
+    score = prob * inv_q[req_idx]  # [T, V]
+    return score.argmax(dim=-1).to(torch.int32)  # first maximum on ties, as the kernel's tiles
+
+
+def expand_batch_to_tokens_ref(
+    x: torch.Tensor,
+    cu_num_tokens: torch.Tensor,
+    num_tokens: int,
+    replace_from: float = 0,
+    replace_to: float = 0,
+) -> torch.Tensor:
+    counts = torch.diff(cu_num_tokens.to(torch.long), prepend=cu_num_tokens.new_zeros(1).long())  # [B]
+    x = torch.where(x == replace_from, torch.full_like(x, replace_to), x)
+    return torch.repeat_interleave(x, counts, output_size=num_tokens)  # [num_tokens]
+
+
+_TORCH_OPS: dict[str, Callable] = {
+    "greedy": rejection_greedy_sample_ref,
+    "random": rejection_random_sample_ref,
+    "recovered": sample_recovered_tokens_ref,
+    "expand": expand_batch_to_tokens_ref,
+}
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {_BACKENDS}, got {backend!r}")
+
+
+def _ops(backend: str, device: torch.device) -> dict[str, Callable]:
+    """The four pure operations of one backend; "auto" means Triton on CUDA and PyTorch elsewhere."""
+    _check_backend(backend)
+    if backend == "torch" or (backend == "auto" and torch.device(device).type != "cuda"):
+        return _TORCH_OPS
+    # Imported only here: CPU users never need a working Triton, and tests can set TRITON_INTERPRET first.
+    from minispec.kernels import rejection_sampler as kernels
+
+    return {
+        "greedy": kernels.rejection_greedy_sample,
+        "random": kernels.rejection_random_sample,
+        "recovered": kernels.sample_recovered_tokens,
+        "expand": kernels.expand_batch_to_tokens,
+    }
+
+
+def _check_inputs(
+    draft_token_ids,
+    num_draft_tokens,
+    max_spec_len,
+    cu_num_draft_tokens,
+    draft_probs,
+    target_logits,
+    bonus_token_ids,
+    sampling_metadata,
+) -> None:
+    batch_size = len(num_draft_tokens)
+    num_tokens = sum(num_draft_tokens)
+    if draft_token_ids.ndim != 1 or draft_token_ids.shape[0] != num_tokens:
+        raise ValueError(
+            f"draft_token_ids must have shape [sum(num_draft_tokens)={num_tokens}], "
+            f"got {tuple(draft_token_ids.shape)}"
+        )
+    if cu_num_draft_tokens.shape != (batch_size,):
+        raise ValueError(
+            f"cu_num_draft_tokens must have shape [{batch_size}], got {tuple(cu_num_draft_tokens.shape)}"
+        )
+    if max_spec_len < max(num_draft_tokens, default=0):
+        raise ValueError(
+            f"max_spec_len must be >= max(num_draft_tokens)={max(num_draft_tokens)}, got {max_spec_len}"
+        )
+    if target_logits.ndim != 2 or target_logits.shape[0] != num_tokens:
+        raise ValueError(
+            f"target_logits must have shape [{num_tokens}, vocab_size], got {tuple(target_logits.shape)}"
+        )
+    if draft_probs is not None and draft_probs.shape != target_logits.shape:
+        raise ValueError(
+            f"draft_probs must have the shape of target_logits {tuple(target_logits.shape)}, "
+            f"got {tuple(draft_probs.shape)}"
+        )
+    if bonus_token_ids.numel() != batch_size:
+        raise ValueError(
+            f"bonus_token_ids must have shape [{batch_size}, 1], got {tuple(bonus_token_ids.shape)}"
+        )
+    if not sampling_metadata.all_greedy and sampling_metadata.temperature is None:
+        raise ValueError("sampling_metadata.temperature must be set unless all_greedy is True, got None")

@@ -1,0 +1,1 @@
+"""minispec.spec_decode"""

@@ -1,0 +1,119 @@
+"""SpecDecodeMetadata: where drafts and their logits sit in a flattened batch (chapters 6 and 8).
+
+vLLM: vllm/v1/spec_decode/metadata.py (the dataclass) and `_calc_spec_decode_metadata` in
+vllm/v1/worker/gpu_model_runner.py (the builder, here `calc_spec_decode_metadata`).
+
+A request with d drafts is scheduled d + 1 tokens (its last sampled token, then the drafts). The target model
+needs logits at all d + 1 of them: the first d verify the drafts, the last gives the bonus token. With
+`cu_num_scheduled_tokens = [4, 104, 107, 207, 209]` and `num_draft_tokens = [3, 0, 2, 0, 1]`:
+
+    logits_indices        = [0, 1, 2, 3, 103, 104, 105, 106, 206, 207, 208]   rows of the hidden states
+    target_logits_indices = [0, 1, 2, 5, 6, 9]                                rows of the logits
+    bonus_logits_indices  = [3, 4, 7, 8, 10]                                  rows of the logits
+    cu_num_draft_tokens   = [3, 3, 5, 5, 6]
+
+minispec simplifies: the caller passes the draft ids directly (vLLM gathers them from input_ids), and the
+arrays are built with numpy on the CPU, then moved to `device`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+@dataclass
+class SpecDecodeMetadata:
+    # [num_draft_tokens] int32, all requests' drafts back to back
+    draft_token_ids: torch.Tensor
+    # [batch_size]
+    num_draft_tokens: list[int]
+    # [batch_size] int32, inclusive prefix sum of num_draft_tokens
+    cu_num_draft_tokens: torch.Tensor
+    # [num_draft_tokens] int64, rows of the logits that verify each draft
+    target_logits_indices: torch.Tensor
+    # [batch_size] int64, rows of the logits that give each request's bonus token
+    bonus_logits_indices: torch.Tensor
+    # [num_draft_tokens + batch_size] int64, rows of the hidden states to compute logits for
+    logits_indices: torch.Tensor
+
+    def __post_init__(self) -> None:
+        self.max_spec_len = max(self.num_draft_tokens, default=0)
+
+    @property
+    def batch_size(self) -> int:
+        return len(self.num_draft_tokens)
+
+    @classmethod
+    def make_dummy(
+        cls, draft_token_ids: Sequence[Sequence[int]], device: torch.device | str = "cpu"
+    ) -> SpecDecodeMetadata:
+        """Metadata for per-request draft lists, logits laid out as [drafts..., bonus] per request."""
+        num_draft_tokens = [len(ids) for ids in draft_token_ids]
+        # Every request is scheduled exactly its drafts + 1 tokens, so logits rows = hidden-state rows.
+        cu_num_scheduled_tokens = np.cumsum(np.asarray(num_draft_tokens, dtype=np.int64) + 1)
+        flat = [tok for ids in draft_token_ids for tok in ids]
+        return calc_spec_decode_metadata(num_draft_tokens, cu_num_scheduled_tokens, flat, device)
+
+
+def _ranges(lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(n) for n in lengths: [2, 0, 3] -> [0, 1, 0, 1, 2]."""
+    total = int(lengths.sum())
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(total, dtype=np.int64) - starts
+
+
+def calc_spec_decode_metadata(
+    num_draft_tokens: np.ndarray | Sequence[int],
+    cu_num_scheduled_tokens: np.ndarray | Sequence[int],
+    draft_token_ids: Sequence[int] | torch.Tensor,
+    device: torch.device | str = "cpu",
+) -> SpecDecodeMetadata:
+    """Build SpecDecodeMetadata for a batch whose request i was scheduled d_i + 1 tokens (or more: a prefill
+    chunk ends with its last token, so only the tail d_i + 1 tokens of each request get logits)."""
+    num_draft = np.asarray(num_draft_tokens, dtype=np.int64)
+    cu_scheduled = np.asarray(cu_num_scheduled_tokens, dtype=np.int64)
+    if num_draft.ndim != 1 or cu_scheduled.shape != num_draft.shape:
+        raise ValueError(
+            f"num_draft_tokens and cu_num_scheduled_tokens must be 1-D of equal length, got shapes "
+            f"{num_draft.shape} and {cu_scheduled.shape}"
+        )
+    if np.any(num_draft < 0):
+        raise ValueError(f"num_draft_tokens must be >= 0, got {num_draft.tolist()}")
+    num_scheduled = np.diff(cu_scheduled, prepend=0)
+    if np.any(num_scheduled < num_draft + 1):
+        raise ValueError(
+            f"each request needs at least num_draft_tokens + 1 scheduled tokens; got "
+            f"cu_num_scheduled_tokens={cu_scheduled.tolist()} for num_draft_tokens={num_draft.tolist()}"
+        )
+    draft_ids = torch.as_tensor(draft_token_ids, dtype=torch.int32).reshape(-1)
+    if draft_ids.numel() != int(num_draft.sum()):
+        raise ValueError(
+            f"draft_token_ids has {draft_ids.numel()} entries, "
+            f"expected sum(num_draft_tokens)={num_draft.sum()}"
+        )
+
+    num_sampled = num_draft + 1  # [B] drafts + bonus
+    cu_num_sampled = np.cumsum(num_sampled)  # [B]
+    sampled_starts = cu_num_sampled - num_sampled  # [B] first logits row of each request
+    # [num_draft_tokens + B] the last num_sampled tokens of each request
+    logits_indices = np.repeat(cu_scheduled - num_sampled, num_sampled) + _ranges(num_sampled)
+    bonus_logits_indices = cu_num_sampled - 1  # [B]
+    # [num_draft_tokens] the rows before each request's bonus row
+    target_logits_indices = np.repeat(sampled_starts, num_draft) + _ranges(num_draft)
+    cu_num_draft_tokens = np.cumsum(num_draft)  # [B]
+
+    def to_device(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+        return torch.from_numpy(a).to(device=device, dtype=dtype)
+
+    return SpecDecodeMetadata(
+        draft_token_ids=draft_ids.to(device),
+        num_draft_tokens=num_draft.tolist(),
+        cu_num_draft_tokens=to_device(cu_num_draft_tokens, torch.int32),
+        target_logits_indices=to_device(target_logits_indices, torch.int64),
+        bonus_logits_indices=to_device(bonus_logits_indices, torch.int64),
+        logits_indices=to_device(logits_indices, torch.int64),
+    )

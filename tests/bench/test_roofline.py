@@ -1,0 +1,83 @@
+"""Tests for minispec/bench/roofline.py: formulas exactly; measurements (small sizes) only for sanity."""
+
+import numpy as np
+import pytest
+import torch
+
+from minispec.bench.roofline import (
+    MatmulMeasurement,
+    arithmetic_intensity,
+    load_matmul_measurements,
+    matmul_bytes,
+    matmul_flops,
+    measure_copy_bandwidth,
+    measure_matmul_times,
+    measure_peak_flops,
+    roofline_time,
+    save_matmul_measurements,
+    torch_threads,
+)
+
+
+def test_flops_bytes_intensity_formulas():
+    assert matmul_flops(3, 4, 5) == 2 * 3 * 4 * 5
+    assert matmul_bytes(3, 4, 5, 2) == 2 * (4 * 5 + 3 * 4 + 3 * 5)
+    assert arithmetic_intensity(3, 4, 5, 2) == pytest.approx(120 / 94)
+
+
+def test_intensity_of_a_large_weight_is_two_m_over_bytes():
+    ms = np.array([1, 4, 16])
+    got = arithmetic_intensity(ms, 8192, 8192, 2)
+    np.testing.assert_allclose(got, ms, rtol=5e-3)  # 2 m / 2 bytes = m
+    assert isinstance(arithmetic_intensity(1, 8192, 8192, 2), float)
+
+
+def test_roofline_time_takes_the_slower_roof():
+    assert roofline_time(100.0, 10.0, peak_flops=10.0, bandwidth=10.0) == 10.0  # compute
+    assert roofline_time(10.0, 100.0, peak_flops=10.0, bandwidth=10.0) == 10.0  # memory
+    np.testing.assert_allclose(roofline_time([1.0, 100.0], 10.0, 10.0, 10.0), [1.0, 10.0])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: arithmetic_intensity(1, 4, 4, 0),
+        lambda: roofline_time(1.0, 1.0, 0.0, 1.0),
+        lambda: measure_matmul_times([], 8, 8),
+        lambda: measure_matmul_times([0], 8, 8),
+        lambda: measure_matmul_times([1], 8, 8, repeats=0),
+        lambda: measure_copy_bandwidth(0),
+        lambda: measure_peak_flops(-1),
+    ],
+)
+def test_bad_input_raises_value_error(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_measure_matmul_times_small():
+    times = measure_matmul_times([1, 4, 2], d_in=64, d_out=32, repeats=2, num_threads=1)
+    assert list(times) == [1, 4, 2]
+    assert all(t > 0 for t in times.values())
+
+
+def test_bandwidth_and_peak_are_positive_and_threads_restored():
+    before = torch.get_num_threads()
+    assert measure_copy_bandwidth(2**20, repeats=2, num_threads=1) > 0
+    assert measure_peak_flops(64, repeats=2, num_threads=1) > 0
+    assert torch.get_num_threads() == before
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+def test_measurement_csv_round_trip(tmp_path):
+    assert load_matmul_measurements(tmp_path / "absent") is None
+    assert load_matmul_measurements(tmp_path) is None  # a folder without CSVs
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")  # another benchmark's file is skipped
+    rows = [MatmulMeasurement("H100", "bfloat16", 8192, 8192, m, 1e-5 * m) for m in (4, 1, 2)]
+    save_matmul_measurements(tmp_path / "roofline_h100.csv", rows)
+    got = load_matmul_measurements(tmp_path)
+    assert list(got) == ["H100"]
+    assert [r.m for r in got["H100"]] == [1, 2, 4]
+    assert got["H100"][0] == MatmulMeasurement("H100", "bfloat16", 8192, 8192, 1, 1e-5)

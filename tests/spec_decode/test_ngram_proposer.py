@@ -1,0 +1,97 @@
+"""Tests for minispec/spec_decode/ngram_proposer.py against a brute-force reference."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minispec.spec_decode.ngram_proposer import (
+    NgramProposer,
+    _z_function,
+    find_longest_matched_ngram_and_propose_tokens,
+)
+
+
+def brute_force(tokens: list[int], min_n: int, max_n: int, max_model_len: int, k: int) -> list[int]:
+    total = len(tokens)
+    k = min(k, max_model_len - total)
+    if k <= 0:
+        return []
+    for n in range(min(max_n, total - 1), min_n - 1, -1):
+        suffix = tokens[total - n :]
+        for start in range(0, total - n):  # occurrences that end before the last token, earliest first
+            if tokens[start : start + n] == suffix:
+                return tokens[start + n : start + n + k]
+    return []
+
+
+def test_vllm_example():
+    out = find_longest_matched_ngram_and_propose_tokens(np.array([1, 2, 3, 4, 1, 2, 3]), 2, 2, 1024, 3)
+    assert out.tolist() == [4, 1, 2]
+
+
+def test_longest_wins_and_earliest_occurrence():
+    # suffix [2, 3] occurs at 1 and 5; suffix [9, 2, 3] only at 4: the 3-gram wins.
+    tokens = np.array([1, 2, 3, 7, 9, 2, 3, 8, 9, 2, 3])
+    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 3, 100, 2).tolist() == [8, 9]
+    # with max 2, the earliest occurrence of [2, 3] (index 1) wins
+    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 100, 2).tolist() == [7, 9]
+
+
+def test_limits():
+    tokens = np.array([5, 6, 7, 5, 6])
+    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 100, 5).tolist() == [7, 5, 6]
+    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 7, 5).tolist() == [7, 5]
+    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 5, 5).size == 0
+    assert find_longest_matched_ngram_and_propose_tokens(tokens, 3, 3, 100, 5).size == 0
+    assert find_longest_matched_ngram_and_propose_tokens(np.array([1]), 1, 1, 100, 3).size == 0
+    # overlapping occurrence: [1, 1] occurs at 0 and the proposal runs into the suffix itself
+    assert find_longest_matched_ngram_and_propose_tokens(np.array([1, 1, 1]), 2, 2, 100, 3).tolist() == [1]
+
+
+def test_z_function():
+    assert _z_function(np.array([1, 1, 2, 1, 1, 2, 1])).tolist() == [7, 1, 0, 4, 1, 0, 1]
+    assert _z_function(np.array([], dtype=np.int64)).tolist() == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tokens=st.lists(st.integers(0, 3), min_size=0, max_size=40),
+    min_n=st.integers(1, 4),
+    extra=st.integers(0, 3),
+    k=st.integers(1, 6),
+    slack=st.integers(-3, 10),
+)
+def test_matches_brute_force(tokens, min_n, extra, k, slack):
+    max_n = min_n + extra
+    max_model_len = len(tokens) + slack
+    got = find_longest_matched_ngram_and_propose_tokens(
+        np.array(tokens, dtype=np.int64), min_n, max_n, max_model_len, k
+    )
+    assert got.tolist() == brute_force(tokens, min_n, max_n, max_model_len, k)
+
+
+def test_proposer():
+    proposer = NgramProposer(
+        prompt_lookup_min=2, prompt_lookup_max=3, num_speculative_tokens=3, max_model_len=64
+    )
+    drafts = proposer.propose([np.array([1, 2, 3, 4, 1, 2, 3]), np.array([1, 2, 3]), np.array([9, 9, 9, 9])])
+    assert drafts == [[4, 1, 2], [], [9]]
+    assert all(isinstance(t, int) for t in drafts[0])
+
+
+def test_linear_time_on_long_context():
+    # Quadratic work on 200k tokens would take minutes; the Z-function pass takes well under a second or two.
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 2, size=200_000)
+    out = find_longest_matched_ngram_and_propose_tokens(tokens, 1, 32, 10**6, 4)
+    assert out.shape == (4,)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="min_ngram"):
+        find_longest_matched_ngram_and_propose_tokens(np.array([1, 2]), 3, 2, 10, 1)
+    with pytest.raises(ValueError, match="prompt_lookup_min"):
+        NgramProposer(0, 2, 3, 10)
+    with pytest.raises(ValueError, match="num_speculative_tokens"):
+        NgramProposer(1, 2, 0, 10)

@@ -1,0 +1,86 @@
+"""Tests for minispec/viz/widgets.py and minispec/viz/notebook.py: static fallback, fast mode, answers."""
+
+import ipywidgets
+import pytest
+from matplotlib.figure import Figure
+
+from minispec.viz.notebook import check_answer, fast_mode
+from minispec.viz.widgets import has_frontend, interactive_or_static, static_values
+
+
+def figure_of(n: int, scale: float = 2.0, label: str = "a") -> Figure:
+    fig = Figure()
+    ax = fig.subplots()
+    ax.plot(range(n), [scale * i for i in range(n)], label=label)
+    return fig
+
+
+def test_no_frontend_outside_a_kernel(monkeypatch):
+    monkeypatch.delenv("MINISPEC_FAST", raising=False)
+    monkeypatch.delenv("MINISPEC_STATIC", raising=False)
+    assert has_frontend() is False  # pytest is not an IPython kernel
+
+
+@pytest.mark.parametrize("var", ["MINISPEC_FAST", "MINISPEC_STATIC"])
+def test_env_vars_force_static_even_in_a_kernel(monkeypatch, var):
+    import IPython
+
+    class FakeShell:
+        kernel = object()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell())
+    monkeypatch.delenv("MINISPEC_FAST", raising=False)
+    monkeypatch.delenv("MINISPEC_STATIC", raising=False)
+    assert has_frontend() is True
+    monkeypatch.setenv(var, "1")
+    assert has_frontend() is False
+
+
+def test_static_fallback_draws_once_with_defaults(monkeypatch):
+    monkeypatch.setenv("MINISPEC_STATIC", "1")
+    scale = ipywidgets.FloatSlider(value=3.0, min=0, max=5)
+    fig = interactive_or_static(figure_of, n=(2, 20, 1), scale=scale, label=["x", "y"])
+    assert isinstance(fig, Figure)
+    line = fig.axes[0].lines[0]
+    assert len(line.get_xdata()) == 11  # the middle of (2, 20, 1), ipywidgets' own choice
+    assert line.get_ydata()[1] == 3.0  # the widget's value
+    assert line.get_label() == "a"  # the function's default wins over the first option
+
+
+def test_static_values_reject_unknown_controls():
+    with pytest.raises(ValueError, match="not a parameter"):
+        static_values(figure_of, {"bogus": (1, 2)})
+    assert static_values(figure_of, {"n": ipywidgets.fixed(4)}) == {"n": 4}
+
+
+def test_interactive_with_a_frontend(monkeypatch):
+    import IPython
+
+    class FakeShell:
+        kernel = object()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell())
+    monkeypatch.delenv("MINISPEC_FAST", raising=False)
+    monkeypatch.delenv("MINISPEC_STATIC", raising=False)
+    widget = interactive_or_static(figure_of, n=(2, 20, 1))
+    assert isinstance(widget, ipywidgets.interactive)
+    assert widget.kwargs == {"n": 11, "scale": 2.0, "label": "a"}
+
+
+def test_fast_mode(monkeypatch):
+    monkeypatch.setenv("MINISPEC_FAST", "1")
+    assert fast_mode()
+    monkeypatch.setenv("MINISPEC_FAST", "0")
+    assert not fast_mode()
+    monkeypatch.delenv("MINISPEC_FAST")
+    assert not fast_mode()
+
+
+def test_check_answer(capsys):
+    assert check_answer("ridge", None, 206.0) is False
+    assert "not answered yet" in capsys.readouterr().out
+    assert check_answer("ridge", 207, 206.0) is True
+    with pytest.raises(AssertionError, match="not right yet.*Hint: divide"):
+        check_answer("ridge", 100, 206.0, hint="divide FLOP/s by bytes/s")
+    with pytest.raises(AssertionError, match="expected a number"):
+        check_answer("ridge", "lots", 206.0)

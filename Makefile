@@ -18,8 +18,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
+# root (containers, CI boxes) must say so to Jupyter explicitly
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	cd notebooks && ../$(PY) -m jupyter lab $(LAB_ARGS)
+	cd notebooks && ../$(PY) -m jupyter lab $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)

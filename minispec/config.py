@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_SPEC_LEN = 16  # the longest draft a request may carry; bounds the rejection sampler's output width
-SPEC_METHODS = ("ngram", "draft_model")
-FUTURE_SPEC_METHODS = ("medusa", "eagle", "eagle3")
+SPEC_METHODS = ("ngram", "draft_model", "medusa")
+FUTURE_SPEC_METHODS = ("eagle", "eagle3")
+ACCEPTANCE_METHODS = ("rejection_sampler", "typical_acceptance_sampler")
 
 
 @dataclass
@@ -51,6 +52,12 @@ class SpeculativeConfig:
     prompt_lookup_min: int | None = None
     prompt_lookup_max: int | None = None
     disable_by_batch_size: int | None = None
+    # token trees (method "medusa"): vLLM's string of tuples, or Medusa's list of rank paths; one at most
+    speculative_token_tree: str | list | None = None
+    medusa_choices: list | None = None
+    acceptance_method: str = "rejection_sampler"
+    posterior_threshold: float = 0.09  # typical acceptance: accept x iff p(x) > min(threshold,
+    posterior_alpha: float = 0.3  # alpha * exp(-entropy))
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -75,6 +82,38 @@ class SpeculativeConfig:
                 )
         if self.disable_by_batch_size is not None and self.disable_by_batch_size < 1:
             raise ValueError(f"disable_by_batch_size={self.disable_by_batch_size} must be >= 1 or None")
+        if self.method == "medusa" and not self.model:
+            raise ValueError("method='medusa' needs model=<Medusa heads folder or 'zoo:medusa'>")
+        self._check_acceptance()
+        self.token_tree = self._parse_tree()
+
+    def _check_acceptance(self) -> None:
+        if self.acceptance_method not in ACCEPTANCE_METHODS:
+            raise ValueError(
+                f"acceptance_method={self.acceptance_method!r} is unknown; choose one of {list(ACCEPTANCE_METHODS)}"
+            )
+        if not 0.0 <= self.posterior_threshold < 1.0:
+            raise ValueError(f"posterior_threshold={self.posterior_threshold!r} must be in [0, 1)")
+        if not self.posterior_alpha >= 0.0:
+            raise ValueError(f"posterior_alpha={self.posterior_alpha!r} must be >= 0")
+
+    def _parse_tree(self):
+        """The SpecTree of `speculative_token_tree` / `medusa_choices`, or None for chain speculation. With a
+        tree, num_speculative_tokens becomes its node count (the drafts verified per step)."""
+        from minispec.spec_decode.tree import SpecTree
+
+        if self.speculative_token_tree is not None and self.medusa_choices is not None:
+            raise ValueError("give speculative_token_tree or medusa_choices, not both")
+        paths = self.speculative_token_tree if self.medusa_choices is None else self.medusa_choices
+        if paths is None:
+            return None
+        if self.method != "medusa":
+            raise ValueError(
+                f"speculative_token_tree / medusa_choices need method='medusa' in minispec; got {self.method!r}"
+            )
+        tree = SpecTree.from_paths(paths)
+        self.num_speculative_tokens = tree.num_nodes
+        return tree
 
     @classmethod
     def from_dict(cls, spec: SpeculativeConfig | dict[str, Any] | None) -> SpeculativeConfig | None:

@@ -22,11 +22,14 @@ from minispec.config import CacheConfig, SchedulerConfig, SpeculativeConfig
 from minispec.core.kv_cache_manager import KVCacheManager, cdiv
 from minispec.core.request import Request
 from minispec.core.sched.scheduler import Scheduler
-from minispec.model_executor.model_loader import get_model, resolve_model_path
+from minispec.model_executor.model_loader import get_model, resolve_dtype, resolve_model_path
+from minispec.model_executor.models.medusa import Medusa, load_medusa
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sample.metadata import make_generator
+from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
 from minispec.sampling_params import SamplingParams
 from minispec.spec_decode.draft_model import DraftModelProposer
+from minispec.spec_decode.medusa import MedusaProposer
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.spec_decode.ngram_proposer import NgramProposer
 from minispec.worker.model_runner import ModelRunner
@@ -88,7 +91,16 @@ class LLMEngine:
         runner = self.model_runner
         runner.disable_by_batch_size = spec.disable_by_batch_size
         runner.spec_decoding_stats = SpecDecodingStats.new(spec.num_speculative_tokens)
+        if spec.acceptance_method == "typical_acceptance_sampler":
+            runner.typical_acceptance_sampler = TypicalAcceptanceSampler(
+                spec.posterior_threshold, spec.posterior_alpha
+            )
         max_model_len = self.scheduler_config.max_model_len
+        if spec.method == "medusa":
+            runner.spec_tree = spec.token_tree
+            heads = self._load_medusa(spec.model, dtype)
+            runner.drafter = MedusaProposer(heads, spec.num_speculative_tokens, spec.token_tree)
+            return
         if spec.method == "ngram":
             runner.drafter = _NgramDrafter(
                 NgramProposer(
@@ -114,6 +126,17 @@ class LLMEngine:
             spec.num_speculative_tokens,
             max_model_len,
         )
+
+    def _load_medusa(self, model: str, dtype: str) -> Medusa:
+        heads = load_medusa(resolve_model_path(model), resolve_dtype(dtype), self.device)
+        arch = self.model.config
+        if (heads.config.hidden_size, heads.config.vocab_size) != (arch.hidden_size, arch.vocab_size):
+            raise ValueError(
+                f"speculative_config model={model!r} has hidden_size={heads.config.hidden_size}, "
+                f"vocab_size={heads.config.vocab_size}; the target has hidden_size={arch.hidden_size}, "
+                f"vocab_size={arch.vocab_size}: Medusa heads must be trained on this target"
+            )
+        return heads
 
     def get_spec_decoding_stats(self) -> SpecDecodingStats | None:
         return self.model_runner.spec_decoding_stats

@@ -13,6 +13,11 @@ requests are flattened into one varlen batch:
 
 Logits are computed only at `logits_indices`: for a plain step, the last token of each request; for a
 speculative step, every draft position plus the bonus position.
+
+Token trees (chapter 3, `spec_tree` set): a request's drafts are the nodes of the tree; they are verified in
+the same forward with the tree mask (`custom_masks`) and RoPE positions context + depth (`position_offsets`);
+the accepted path's keys and values are then copied onto consecutive slots (`compact_kv_cache`), so the
+scheduler's usual rollback (num_computed = context + 1 + accepted) leaves a cache plain decoding would hold.
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from minispec.sample.logprobs import LogprobsTensors
 from minispec.sample.metadata import SamplingMetadata
 from minispec.sample.rejection_sampler import RejectionSampler
 from minispec.sample.sampler import Sampler
+from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
+from minispec.spec_decode.draft_model import _select_rows
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
+from minispec.spec_decode.tree import SpecTree, compact_kv_cache, walk_tree
 
 
 @dataclass
@@ -77,6 +85,8 @@ class ModelRunner:
         )
         self.disable_by_batch_size: int | None = None
         self.spec_decoding_stats: SpecDecodingStats | None = None
+        self.spec_tree: SpecTree | None = None  # tree speculation: drafts are this tree's nodes
+        self.typical_acceptance_sampler: TypicalAcceptanceSampler | None = None  # replaces rejection sampling
 
     # ---- inputs -------------------------------------------------------------------------------------
     def _prepare_inputs(
@@ -84,7 +94,11 @@ class ModelRunner:
         so: SchedulerOutput,
         block_table: list[list[int]],
         custom_masks: dict[int, torch.Tensor] | None = None,
+        position_offsets: dict[int, np.ndarray] | None = None,
     ) -> InputBatch:
+        """`custom_masks[b]` [q_len, q_len] replaces the causal order among row b's new tokens;
+        `position_offsets[b]` [q_len] gives their RoPE positions as context + offset (a tree node's depth)
+        instead of context + index. Cache slots always follow the index."""
         reqs = so.scheduled_requests
         num_sched = np.array([so.num_scheduled_tokens[r.request_id] for r in reqs], dtype=np.int64)  # [B]
         # the scheduler already advanced num_computed_tokens by the scheduled count
@@ -142,9 +156,12 @@ class ModelRunner:
             is_uniform_decode=max_query_len == 1 and not custom_masks,
         )
         sampling_rows = [i for i, r in enumerate(reqs) if r.num_computed_tokens >= r.num_tokens]
+        rope_positions = positions.copy()  # [T]
+        for b, offsets in (position_offsets or {}).items():
+            rope_positions[query_start_loc[b] : query_start_loc[b + 1]] = context_lens[b] + offsets
         return InputBatch(
             input_ids=torch.tensor(token_ids, dtype=torch.long, device=dev),
-            positions=torch.from_numpy(positions).to(dev),
+            positions=torch.from_numpy(rope_positions).to(dev),
             query_start_loc=query_start_loc,
             seq_lens=seq_lens,
             num_scheduled_tokens=num_sched,
@@ -165,7 +182,8 @@ class ModelRunner:
     # ---- one step -----------------------------------------------------------------------------------
     @torch.inference_mode()
     def execute_model(self, so: SchedulerOutput, block_table: list[list[int]]) -> ModelRunnerOutput:
-        batch = self._prepare_inputs(so, block_table)
+        custom_masks, position_offsets = self._tree_inputs(so)
+        batch = self._prepare_inputs(so, block_table, custom_masks, position_offsets)
         out = self.model(batch.input_ids, batch.positions, self.kv_caches, batch.attn_metadata)
         rows = batch.sampling_rows
         sampled: list[list[int]] = [[] for _ in so.scheduled_requests]
@@ -175,10 +193,17 @@ class ModelRunner:
         reqs = [so.scheduled_requests[i] for i in rows]
         sampling_metadata = self._sampling_metadata(reqs)
         num_draft_tokens = [len(so.scheduled_spec_decode_tokens.get(r.request_id, ())) for r in reqs]
-        if any(num_draft_tokens):
+        last_index = batch.query_start_loc[1:][rows] - 1  # [B_s] each request's last valid token
+        if any(num_draft_tokens) and self.spec_tree is not None:
+            token_ids, last_index = self._verify_tree(
+                so, batch, out.hidden_states, reqs, block_table, sampling_metadata
+            )
+        elif any(num_draft_tokens):
             token_ids = self._verify(so, batch, out.hidden_states, reqs, num_draft_tokens, sampling_metadata)
+            # the last accepted draft's position (the one that produced the bonus or recovered token)
+            last_index = last_index - np.array(num_draft_tokens) + [len(t) - 1 for t in token_ids]
         else:
-            logits_indices = torch.from_numpy(batch.query_start_loc[1:][rows] - 1).to(self.device)  # [B_s]
+            logits_indices = torch.from_numpy(last_index).to(self.device)  # [B_s]
             logits = self.model.compute_logits(out.hidden_states[logits_indices])  # [B_s, vocab]
             sampler_output = self.sampler(logits, sampling_metadata)
             token_ids = [[t] for t in sampler_output.sampled_token_ids[:, 0].tolist()]
@@ -190,7 +215,11 @@ class ModelRunner:
         if self.drafter is not None:
             spec_token_ids = [[] for _ in so.scheduled_requests]
             if len(so.scheduled_requests) < (self.disable_by_batch_size or float("inf")):
-                for j, drafts in enumerate(self.drafter.propose(reqs, token_ids, sampling_metadata)):
+                extra = {}
+                if getattr(self.drafter, "needs_target_hidden_states", False):
+                    index = torch.as_tensor(last_index, dtype=torch.long, device=self.device)
+                    extra["target_hidden_states"] = out.hidden_states[index]  # [B_s, hidden]
+                for j, drafts in enumerate(self.drafter.propose(reqs, token_ids, sampling_metadata, **extra)):
                     spec_token_ids[rows[j]] = drafts
         return ModelRunnerOutput(sampled, spec_token_ids, logprobs)
 
@@ -209,18 +238,92 @@ class ModelRunner:
         bonus_token_ids = self.sampler(
             logits[metadata.bonus_logits_indices], sampling_metadata
         ).sampled_token_ids
-        output_token_ids = self.rejection_sampler(
-            metadata,
-            self._draft_probs(reqs, num_draft_tokens, drafts),
-            logits[metadata.target_logits_indices],  # [num_draft_tokens, V]
-            bonus_token_ids,  # [B, 1]
-            sampling_metadata,
-        )
+        if self.typical_acceptance_sampler is not None:
+            output_token_ids = self.typical_acceptance_sampler(
+                metadata, logits[metadata.target_logits_indices], bonus_token_ids, sampling_metadata
+            )
+        else:
+            output_token_ids = self.rejection_sampler(
+                metadata,
+                self._draft_probs(reqs, num_draft_tokens, drafts),
+                logits[metadata.target_logits_indices],  # [num_draft_tokens, V]
+                bonus_token_ids,  # [B, 1]
+                sampling_metadata,
+            )
         token_ids = RejectionSampler.parse_output(output_token_ids, self.vocab_size)
         for n, accepted in zip(num_draft_tokens, token_ids):
             if n:
                 self.spec_decoding_stats.observe_draft(n, len(accepted) - 1)
         return token_ids
+
+    # ---- token trees (chapter 3) --------------------------------------------------------------------
+    def _tree_inputs(self, so: SchedulerOutput):
+        """Tree mask and depth offsets for every request that carries tree drafts (root + n nodes)."""
+        if self.spec_tree is None or not so.scheduled_spec_decode_tokens:
+            return None, None
+        masks, offsets = {}, {}
+        for b, r in enumerate(so.scheduled_requests):
+            n = len(so.scheduled_spec_decode_tokens.get(r.request_id, ()))
+            if n:
+                assert so.num_scheduled_tokens[r.request_id] == n + 1, "a tree row is its root + nodes"
+                tree = self.spec_tree.truncate(n)
+                masks[b], offsets[b] = tree.attention_mask(), tree.position_ids().numpy()
+        return masks, offsets
+
+    def _verify_tree(self, so, batch, hidden_states, reqs, block_table, sampling_metadata):
+        """Accept the longest path of each request's tree, compact its KV, return the tokens and the flat
+        index of the last accepted node (whose hidden state the next proposal reads)."""
+        rows = batch.sampling_rows
+        ends = batch.query_start_loc[1:][rows]  # [B_s] one past each request's last new token
+        drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
+        starts = ends - 1 - np.array([len(d) for d in drafts])  # [B_s] the root's flat index
+        index = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)])
+        logits = self.model.compute_logits(hidden_states[torch.from_numpy(index).to(self.device)]).float()
+        greedy = [True] * len(reqs) if sampling_metadata.all_greedy else (
+            sampling_metadata.temperature < 1e-5
+        ).tolist()
+        token_ids, last_index, src, dst = [], [], [], []
+        offset = 0
+        for j, (r, d) in enumerate(zip(reqs, drafts)):
+            node_logits = logits[offset : offset + len(d) + 1]  # [n + 1, V]
+            offset += len(d) + 1
+            tree = self.spec_tree.truncate(len(d))
+
+            def draw(node, j=j, node_logits=node_logits):
+                if greedy[j]:
+                    return int(node_logits[node].argmax())
+                md = _select_rows(sampling_metadata, [j])
+                return int(self.sampler(node_logits[node : node + 1], md).sampled_token_ids[0, 0])
+
+            if self.typical_acceptance_sampler is not None and d:
+                path, final = self._typical_tree_path(tree, d, node_logits, draw, sampling_metadata, j)
+            else:
+                path, final = walk_tree(tree, d, draw)
+            token_ids.append([d[node - 1] for node in path] + [final])
+            last_index.append(starts[j] + (path[-1] if path else 0))
+            if d:
+                self.spec_decoding_stats.observe_draft(len(d), len(path))
+            context = r.num_computed_tokens - len(d) - 1
+            table = block_table[rows[j]]
+            for depth, node in enumerate(path, start=1):
+                if node != depth:
+                    src.append(self._slot(table, context + node))
+                    dst.append(self._slot(table, context + depth))
+        compact_kv_cache(self.kv_caches, src, dst)
+        return token_ids, np.array(last_index)
+
+    def _typical_tree_path(self, tree, d, node_logits, draw, md: SamplingMetadata, j: int):
+        """Typical acceptance on a tree: the deepest node whose whole path passes wins; then the target
+        argmax, or the bonus token (a draw) when that node is a leaf."""
+        temperature = 0.0 if md.all_greedy else float(md.temperature[j])
+        top_k = None if md.top_k is None else int(md.top_k[j])
+        top_p = None if md.top_p is None else float(md.top_p[j])
+        best = self.typical_acceptance_sampler.accept_tree(tree, d, node_logits, temperature, top_k, top_p)
+        final = draw(best) if not tree.children(best) else int(node_logits[best].argmax())
+        return tree.ancestors(best)[1:], final
+
+    def _slot(self, blocks: list[int], position: int) -> int:
+        return blocks[position // self.block_size] * self.block_size + position % self.block_size
 
     def _draft_probs(self, reqs, num_draft_tokens, drafts) -> torch.Tensor | None:
         """[num_draft_tokens, V] for the rejection sampler: sampled drafts' probabilities, one-hot elsewhere."""

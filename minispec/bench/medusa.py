@@ -1,0 +1,83 @@
+"""Medusa chain vs tree: mean acceptance length on held-out zoo prompts (chapter 3's table).
+
+No vLLM counterpart (vLLM's `benchmarks/` time whole engine runs); the numbers are what vLLM's
+`SpecDecodingStats` would report: mean acceptance length = 1 + accepted / drafts (tokens per target forward).
+Greedy decoding, so every configuration emits the same tokens; only the number of target forwards differs.
+
+    python -m minispec.bench.medusa [--prompts 24] [--prompt-tokens 64] [--max-tokens 64]
+
+The tree (DEFAULT_TREE, 16 nodes over 4 heads) spends most nodes on the likelier ranks of the early heads,
+as Medusa's published trees do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from minispec import LLM, SamplingParams
+from minispec.zoo import corpus
+
+DEFAULT_TREE = (
+    "[(0,), (1,), (2,), (3,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), "
+    "(0, 0, 0), (0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 0, 0, 0), (0, 0, 0, 1)]"
+)
+
+
+def configs(heads: str, k: int, tree: str) -> dict[str, dict | None]:
+    base = {"method": "medusa", "model": heads}
+    return {
+        "plain": None,
+        f"chain k={k}": {**base, "num_speculative_tokens": k},
+        "tree": {**base, "speculative_token_tree": tree},
+        "tree, typical acceptance": {
+            **base, "speculative_token_tree": tree, "acceptance_method": "typical_acceptance_sampler"
+        },
+    }
+
+
+def run(target: str, heads: str, num_prompts: int, prompt_tokens: int, max_tokens: int, k: int,
+        tree: str = DEFAULT_TREE) -> list[dict]:
+    prompts = [{"prompt_token_ids": ids} for ids in corpus.heldout_prompt_ids(num_prompts, prompt_tokens)]
+    params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
+    rows, reference = [], None
+    for name, spec in configs(heads, k, tree).items():
+        llm = LLM(model=target, device="cpu", speculative_config=spec)
+        start = time.perf_counter()
+        outputs = [o.outputs[0].token_ids for o in llm.generate(prompts, params, use_tqdm=False)]
+        seconds = time.perf_counter() - start
+        reference = reference or outputs
+        stats = llm.get_spec_decoding_stats()
+        rows.append({
+            "config": name,
+            "mean_acceptance_length": None if stats is None else round(stats.mean_acceptance_length, 3),
+            "accepted_per_pos": None if stats is None else [
+                round(a / stats.num_drafts, 3) for a in stats.num_accepted_tokens_per_pos[:4]
+            ],
+            "same_tokens_as_plain": outputs == reference,
+            "tokens_per_s": round(sum(len(o) for o in outputs) / seconds, 1),
+        })
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(prog="python -m minispec.bench.medusa", description=__doc__.split("\n")[0])
+    parser.add_argument("--target", default="zoo:target")
+    parser.add_argument("--heads", default="zoo:medusa")
+    parser.add_argument("--prompts", type=int, default=24)
+    parser.add_argument("--prompt-tokens", type=int, default=64)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("-k", type=int, default=4, help="chain length (Medusa heads used)")
+    parser.add_argument("--tree", default=DEFAULT_TREE, help="vLLM-style string of rank tuples")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    return run(args.target, args.heads, args.prompts, args.prompt_tokens, args.max_tokens, args.k, args.tree)
+
+
+if __name__ == "__main__":
+    main()

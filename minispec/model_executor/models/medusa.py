@@ -1,0 +1,132 @@
+"""Medusa-1 heads: extra next-next-token predictors on top of a frozen target model.
+
+Chapter 3. vLLM counterpart: `vllm/model_executor/models/medusa.py`; the checkpoint format is
+FasterDecoding/Medusa's (`medusa/model/medusa_model.py`). Head i reads the target's last hidden state (after
+the final norm) at position t and predicts the token at t + 2 + i (the target's own lm_head predicts t + 1):
+
+    head_i(h) = W_i (ResBlock^L(h)),   ResBlock(x) = x + SiLU(Linear(H, H, bias)(x))
+
+The ResBlocks start at zero, so an untrained head is the identity followed by its own vocabulary projection.
+
+Checkpoint (a folder): config.json with `medusa_num_heads`, `medusa_num_layers`, `hidden_size`, `vocab_size`
+(and optionally `base_model_name_or_path`), plus weights in `medusa_lm_head.safetensors` or the torch pickle
+`medusa_lm_head.pt`. Weight keys are those of an `nn.ModuleList` of `nn.Sequential`s:
+`{i}.{j}.linear.weight`, `{i}.{j}.linear.bias` for ResBlock j of head i, and `{i}.{L}.weight` for its
+vocabulary projection (`{i}.1.weight` when L = 1).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+SAFETENSORS_FILE = "medusa_lm_head.safetensors"
+PICKLE_FILE = "medusa_lm_head.pt"
+
+
+@dataclass
+class MedusaConfig:
+    medusa_num_heads: int
+    medusa_num_layers: int
+    hidden_size: int
+    vocab_size: int
+    base_model_name_or_path: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("medusa_num_heads", "medusa_num_layers", "hidden_size", "vocab_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive int")
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> MedusaConfig:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+
+class ResBlock(nn.Module):
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.linear = nn.Linear(hidden_size, hidden_size)
+        nn.init.zeros_(self.linear.weight)  # x + SiLU(0) = x: the block starts as the identity
+        nn.init.zeros_(self.linear.bias)  # (Medusa zeroes the weight only; minispec also the bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + nn.functional.silu(self.linear(x))
+
+
+class Medusa(nn.Module):
+    """`medusa_num_heads` heads; `forward` returns the hidden state after each head's ResBlocks."""
+
+    def __init__(self, config: MedusaConfig):
+        super().__init__()
+        self.config = config
+        h, layers = config.hidden_size, config.medusa_num_layers
+        self.heads = nn.ModuleList(
+            nn.Sequential(*[ResBlock(h) for _ in range(layers)], nn.Linear(h, config.vocab_size, bias=False))
+            for _ in range(config.medusa_num_heads)
+        )
+
+    @property
+    def num_heads(self) -> int:
+        return self.config.medusa_num_heads
+
+    def forward(self, hidden_states: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
+        """hidden_states [N, H] -> logits [num_heads, N, vocab] of the first `num_heads` heads."""
+        heads = self.heads[: num_heads or self.num_heads]
+        return torch.stack([head(hidden_states) for head in heads])
+
+    # ---- Medusa-1 checkpoint format ------------------------------------------------------------------
+    def medusa_state_dict(self) -> dict[str, torch.Tensor]:
+        """Keys as in FasterDecoding/Medusa: `{i}.0.linear.weight`, ..., `{i}.{L}.weight`."""
+        return {k.removeprefix("heads."): v.detach().contiguous() for k, v in self.state_dict().items()}
+
+    def save_pretrained(self, folder: str | Path, safetensors: bool = True) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        raw = {k: v for k, v in asdict(self.config).items() if v is not None}
+        (folder / "config.json").write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
+        weights = self.medusa_state_dict()
+        weight_file = folder / (SAFETENSORS_FILE if safetensors else PICKLE_FILE)
+        if safetensors:
+            save_file(weights, str(weight_file))
+        else:
+            torch.save(weights, weight_file)
+        weight_file.chmod(0o644)  # the safetensors writer leaves 0600; zoo files ship in the package
+        return folder
+
+
+def load_medusa_weights(folder: Path) -> dict[str, torch.Tensor]:
+    if (folder / SAFETENSORS_FILE).is_file():
+        return load_file(folder / SAFETENSORS_FILE)
+    if (folder / PICKLE_FILE).is_file():
+        return torch.load(folder / PICKLE_FILE, map_location="cpu", weights_only=True)
+    raise ValueError(f"{folder} holds neither {SAFETENSORS_FILE} nor {PICKLE_FILE}: not a Medusa checkpoint")
+
+
+def load_medusa(
+    folder: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+) -> Medusa:
+    """Build the heads of a Medusa-1 folder. The number of heads is read from the weights: the published
+    Vicuna configs say `medusa_num_heads: 2` while their weights hold 5 heads."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"model={str(folder)!r} has no config.json; a Medusa folder needs one")
+    raw = json.loads((folder / "config.json").read_text())
+    weights = load_medusa_weights(folder)
+    num_heads = 1 + max(int(k.split(".")[0]) for k in weights)
+    layers = raw.get("medusa_num_layers", 1)
+    proj = weights[f"0.{layers}.weight"] if f"0.{layers}.weight" in weights else None
+    if proj is None:
+        raise ValueError(f"{folder}: no '0.{layers}.weight' for medusa_num_layers={layers}")
+    raw = {**raw, "medusa_num_heads": num_heads, "vocab_size": proj.shape[0], "hidden_size": proj.shape[1]}
+    model = Medusa(MedusaConfig.from_dict(raw))
+    missing, unexpected = model.heads.load_state_dict(weights, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{folder}: Medusa weights missing {missing[:4]} / unexpected {unexpected[:4]}")
+    return model.to(device=device, dtype=dtype).eval().requires_grad_(False)

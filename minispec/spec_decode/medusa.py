@@ -1,0 +1,60 @@
+"""MedusaProposer: drafts from Medusa heads over the target's last hidden state, as a chain or a tree.
+
+Chapter 3. vLLM counterpart: `vllm/v1/spec_decode/medusa.py` (chain mode only there: head i's argmax);
+tree mode follows FasterDecoding/Medusa (`generate_candidates` in `medusa/model/utils.py`).
+
+The target's forward at the request's last accepted token t gave the hidden state h_t (after the final norm);
+the target's lm_head turned it into token t + 1, which was just sampled. Head i turns the same h_t into a
+guess for token t + 2 + i, so one cheap call on h_t drafts every position at once (the heads never see each
+other's guesses):
+
+- chain mode: draft i = argmax of head i, for i < num_speculative_tokens;
+- tree mode: node with rank path p at depth d = head d-1's candidate of rank p[-1] (its top-k list), so
+  siblings are a head's alternatives; the tree's nodes are returned in tree order and the model runner
+  verifies them in one forward with the tree attention mask (see `minispec/spec_decode/tree.py`).
+
+Drafts are deterministic (top-k of the heads), so the rejection sampler treats them as one-hot and sampling
+stays lossless; typical acceptance (`minispec/sample/typical_acceptance.py`) is the Medusa paper's
+alternative.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from minispec.core.request import Request
+from minispec.model_executor.models.medusa import Medusa
+from minispec.sample.metadata import SamplingMetadata
+from minispec.spec_decode.tree import SpecTree
+
+
+class MedusaProposer:
+    needs_target_hidden_states = True  # the model runner passes the hidden state at each last valid token
+
+    def __init__(self, heads: Medusa, num_speculative_tokens: int, tree: SpecTree | None = None):
+        needed = tree.depth if tree is not None else num_speculative_tokens
+        if needed > heads.num_heads:
+            what = f"a token tree of depth {needed}" if tree is not None else f"num_speculative_tokens={needed}"
+            raise ValueError(f"{what} needs {needed} Medusa heads; the checkpoint has {heads.num_heads}")
+        self.heads = heads
+        self.num_heads = needed
+        self.tree = tree
+        if tree is not None:
+            self.topk = 1 + max(p[-1] for p in tree.paths)
+            self.node_index = tree.tree_indices(self.topk)[1:] - 1  # [N] into the flat [heads * topk] list
+
+    @torch.inference_mode()
+    def propose(
+        self,
+        requests: list[Request],
+        new_token_ids: list[list[int]],
+        sampling_metadata: SamplingMetadata,
+        target_hidden_states: torch.Tensor,  # [B, H] at each request's last valid token
+    ) -> list[list[int]]:
+        hidden = target_hidden_states.to(self.heads.heads[0][-1].weight.dtype)
+        logits = self.heads(hidden, self.num_heads)  # [num_heads, B, V]
+        if self.tree is None:
+            return logits.argmax(dim=-1).T.tolist()  # [B, k]
+        candidates = logits.topk(self.topk, dim=-1).indices  # [num_heads, B, topk]
+        flat = candidates.permute(1, 0, 2).reshape(len(requests), -1)  # [B, num_heads * topk]
+        return flat[:, self.node_index.to(flat.device)].tolist()  # [B, N] in tree order

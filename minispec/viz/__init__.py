@@ -29,6 +29,11 @@ _LAZY = {
     "plot_rejection_histogram": "minispec.viz.speculation",
     "plot_expected_tokens": "minispec.viz.speculation",
     "plot_speedup": "minispec.viz.speculation",
+    "plot_rejection_experiment": "minispec.viz.draft_verify",
+    "plot_step_trace": "minispec.viz.draft_verify",
+    "step_trace_html": "minispec.viz.draft_verify",
+    "plot_tokens_vs_k": "minispec.viz.draft_verify",
+    "plot_speedup_vs_k": "minispec.viz.draft_verify",
 }
 
 __all__ = list(_LAZY)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_SPEC_LEN = 16  # the longest draft a request may carry; bounds the rejection sampler's output width
-SPEC_METHODS = ("ngram", "draft_model", "medusa")
-FUTURE_SPEC_METHODS = ("eagle", "eagle3")
+SPEC_METHODS = ("ngram", "draft_model", "medusa", "eagle", "eagle3")
+FUTURE_SPEC_METHODS: tuple[str, ...] = ()
+TREE_METHODS = ("medusa", "eagle", "eagle3")
 ACCEPTANCE_METHODS = ("rejection_sampler", "typical_acceptance_sampler")
 
 
@@ -55,6 +56,10 @@ class SpeculativeConfig:
     # token trees (method "medusa"): vLLM's string of tuples, or Medusa's list of rank paths; one at most
     speculative_token_tree: str | list | None = None
     medusa_choices: list | None = None
+    # EAGLE-2 dynamic trees (methods "eagle", "eagle3"), EAGLE's names: set total_tokens to turn them on
+    total_tokens: int | None = None  # tree size with the root: total_tokens - 1 drafts verified per step
+    depth: int = 6  # expansion steps after the first (the tree is at most depth + 1 deep)
+    top_k: int = 2  # children per expanded node, and nodes expanded per depth
     acceptance_method: str = "rejection_sampler"
     posterior_threshold: float = 0.09  # typical acceptance: accept x iff p(x) > min(threshold,
     posterior_alpha: float = 0.3  # alpha * exp(-entropy))
@@ -84,8 +89,11 @@ class SpeculativeConfig:
             raise ValueError(f"disable_by_batch_size={self.disable_by_batch_size} must be >= 1 or None")
         if self.method == "medusa" and not self.model:
             raise ValueError("method='medusa' needs model=<Medusa heads folder or 'zoo:medusa'>")
+        if self.method in ("eagle", "eagle3") and not self.model:
+            raise ValueError(f"method={self.method!r} needs model=<EAGLE head folder or 'zoo:{self.method}'>")
         self._check_acceptance()
         self.token_tree = self._parse_tree()
+        self.dynamic_tree = self._parse_dynamic_tree()
 
     def _check_acceptance(self) -> None:
         if self.acceptance_method not in ACCEPTANCE_METHODS:
@@ -107,13 +115,31 @@ class SpeculativeConfig:
         paths = self.speculative_token_tree if self.medusa_choices is None else self.medusa_choices
         if paths is None:
             return None
-        if self.method != "medusa":
+        if self.method not in TREE_METHODS:
             raise ValueError(
-                f"speculative_token_tree / medusa_choices need method='medusa' in minispec; got {self.method!r}"
+                f"speculative_token_tree / medusa_choices need a method in {list(TREE_METHODS)}; got {self.method!r}"
             )
         tree = SpecTree.from_paths(paths)
         self.num_speculative_tokens = tree.num_nodes
         return tree
+
+    def _parse_dynamic_tree(self):
+        """EAGLE-2's DynamicTreeConfig when total_tokens is set (num_speculative_tokens becomes
+        total_tokens - 1, the drafts verified per step), else None."""
+        if self.total_tokens is None:
+            return None
+        if self.method not in ("eagle", "eagle3"):
+            raise ValueError(f"total_tokens (EAGLE-2 dynamic trees) needs method 'eagle' or 'eagle3'; got {self.method!r}")
+        if self.token_tree is not None:
+            raise ValueError("give speculative_token_tree (static) or total_tokens (dynamic), not both")
+        from minispec.spec_decode.eagle_tree import DynamicTreeConfig
+        from minispec.spec_decode.tree import MAX_TREE_NODES
+
+        dynamic = DynamicTreeConfig(self.total_tokens, self.depth, self.top_k)
+        if dynamic.num_nodes > MAX_TREE_NODES:
+            raise ValueError(f"total_tokens={self.total_tokens}: at most {MAX_TREE_NODES + 1} are allowed")
+        self.num_speculative_tokens = dynamic.num_nodes
+        return dynamic
 
     @classmethod
     def from_dict(cls, spec: SpeculativeConfig | dict[str, Any] | None) -> SpeculativeConfig | None:

@@ -1,7 +1,11 @@
-"""Suite-wide settings: offline Hugging Face, a headless matplotlib, small thread counts, and a failure when
-nothing was collected (pytest's exit code 5 would otherwise pass unnoticed through make)."""
+"""Suite-wide settings: offline Hugging Face, a headless matplotlib, Triton's CPU interpreter, and a failure
+when nothing was collected (pytest's exit code 5 would otherwise pass unnoticed through make)."""
 
 import os
+
+# Before anything imports triton: its standard library (tl.max, ...) is decorated at import time, so the
+# interpreter must be on from the first import, whichever test module happens to import triton first.
+os.environ["TRITON_INTERPRET"] = "1"
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -23,12 +23,15 @@ from minispec.core.kv_cache_manager import KVCacheManager, cdiv
 from minispec.core.request import Request
 from minispec.core.sched.scheduler import Scheduler
 from minispec.model_executor.model_loader import get_model, resolve_dtype, resolve_model_path
+from minispec.model_executor.models.llama_eagle import EagleLlamaForCausalLM
+from minispec.model_executor.models.llama_eagle3 import Eagle3LlamaForCausalLM
 from minispec.model_executor.models.medusa import Medusa, load_medusa
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sample.metadata import make_generator
 from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
 from minispec.sampling_params import SamplingParams
 from minispec.spec_decode.draft_model import DraftModelProposer
+from minispec.spec_decode.eagle import EagleProposer
 from minispec.spec_decode.medusa import MedusaProposer
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.spec_decode.ngram_proposer import NgramProposer
@@ -101,6 +104,11 @@ class LLMEngine:
             heads = self._load_medusa(spec.model, dtype)
             runner.drafter = MedusaProposer(heads, spec.num_speculative_tokens, spec.token_tree)
             return
+        if spec.method in ("eagle", "eagle3"):
+            runner.spec_tree = spec.token_tree
+            runner.drafter = self._make_eagle(spec, dtype, num_blocks)
+            runner.aux_hidden_layers = tuple(sorted(set(runner.drafter.draft.aux_hidden_layers)))
+            return
         if spec.method == "ngram":
             runner.drafter = _NgramDrafter(
                 NgramProposer(
@@ -137,6 +145,29 @@ class LLMEngine:
                 f"vocab_size={arch.vocab_size}: Medusa heads must be trained on this target"
             )
         return heads
+
+    def _make_eagle(self, spec: SpeculativeConfig, dtype: str, num_blocks: int) -> EagleProposer:
+        """The EAGLE head on this target, with its own one-layer paged KV cache."""
+        path = resolve_model_path(spec.model)
+        is_eagle3 = "draft_vocab_size" in json.loads((path / "config.json").read_text())
+        if is_eagle3 != (spec.method == "eagle3"):
+            kind = "an EAGLE-3" if is_eagle3 else "an EAGLE-1"
+            raise ValueError(f"speculative_config model={spec.model!r} is {kind} head; method={spec.method!r} "
+                             f"needs {'an EAGLE-3' if spec.method == 'eagle3' else 'an EAGLE-1'} head")
+        cls = Eagle3LlamaForCausalLM if is_eagle3 else EagleLlamaForCausalLM
+        draft = cls.from_pretrained(path, self.model, resolve_dtype(dtype), self.device)
+        block_size = self.cache_config.block_size
+        shape = (num_blocks * block_size, draft.config.num_key_value_heads, draft.config.head_dim)
+        kv = [tuple(torch.zeros(shape, dtype=resolve_dtype(dtype), device=self.device) for _ in range(2))]
+        return EagleProposer(
+            draft,
+            kv,
+            KVCacheManager(num_blocks, block_size),
+            spec.num_speculative_tokens,
+            self.scheduler_config.max_model_len,
+            tree=spec.token_tree,
+            dynamic_tree=spec.dynamic_tree,
+        )
 
     def get_spec_decoding_stats(self) -> SpecDecodingStats | None:
         return self.model_runner.spec_decoding_stats

@@ -36,8 +36,10 @@ from minispec.sample.logprobs import LogprobsTensors
 from minispec.sample.metadata import SamplingMetadata
 from minispec.sample.rejection_sampler import RejectionSampler
 from minispec.sample.sampler import Sampler
+from minispec.sample.tree_sampler import processed_probs, sample_tree_path
 from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
 from minispec.spec_decode.draft_model import _select_rows
+from minispec.spec_decode.eagle import target_features
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.spec_decode.tree import SpecTree, compact_kv_cache, walk_tree
@@ -87,6 +89,7 @@ class ModelRunner:
         self.spec_decoding_stats: SpecDecodingStats | None = None
         self.spec_tree: SpecTree | None = None  # tree speculation: drafts are this tree's nodes
         self.typical_acceptance_sampler: TypicalAcceptanceSampler | None = None  # replaces rejection sampling
+        self.aux_hidden_layers: tuple[int, ...] = ()  # target layers whose inputs the drafter reads (EAGLE-3)
 
     # ---- inputs -------------------------------------------------------------------------------------
     def _prepare_inputs(
@@ -184,24 +187,35 @@ class ModelRunner:
     def execute_model(self, so: SchedulerOutput, block_table: list[list[int]]) -> ModelRunnerOutput:
         custom_masks, position_offsets = self._tree_inputs(so)
         batch = self._prepare_inputs(so, block_table, custom_masks, position_offsets)
-        out = self.model(batch.input_ids, batch.positions, self.kv_caches, batch.attn_metadata)
+        out = self.model(batch.input_ids, batch.positions, self.kv_caches, batch.attn_metadata,
+                         aux_hidden_layers=self.aux_hidden_layers)
         rows = batch.sampling_rows
         sampled: list[list[int]] = [[] for _ in so.scheduled_requests]
         logprobs: list = [None] * len(so.scheduled_requests)
         if not rows:
+            self._hand_target_features(so, batch, out, {})
             return ModelRunnerOutput(sampled, None, logprobs)
         reqs = [so.scheduled_requests[i] for i in rows]
         sampling_metadata = self._sampling_metadata(reqs)
         num_draft_tokens = [len(so.scheduled_spec_decode_tokens.get(r.request_id, ())) for r in reqs]
         last_index = batch.query_start_loc[1:][rows] - 1  # [B_s] each request's last valid token
-        if any(num_draft_tokens) and self.spec_tree is not None:
-            token_ids, last_index = self._verify_tree(
+        # flat rows whose hidden states stay valid (the context, root and accepted drafts) per sampling row
+        valid_rows: dict[int, np.ndarray] = {}
+        if any(num_draft_tokens) and self._uses_trees:
+            token_ids, last_index, paths = self._verify_tree(
                 so, batch, out.hidden_states, reqs, block_table, sampling_metadata
             )
+            for j, i in enumerate(rows):
+                root = last_index[j] - (paths[j][-1] if paths[j] else 0)
+                valid_rows[i] = np.concatenate([np.arange(batch.query_start_loc[i], root + 1),
+                                                root + np.array(paths[j], dtype=np.int64)])
         elif any(num_draft_tokens):
             token_ids = self._verify(so, batch, out.hidden_states, reqs, num_draft_tokens, sampling_metadata)
             # the last accepted draft's position (the one that produced the bonus or recovered token)
             last_index = last_index - np.array(num_draft_tokens) + [len(t) - 1 for t in token_ids]
+            for j, i in enumerate(rows):
+                valid_rows[i] = np.arange(batch.query_start_loc[i], last_index[j] + 1)
+                self._record_accepted(reqs[j].request_id, list(range(1, len(token_ids[j]))))
         else:
             logits_indices = torch.from_numpy(last_index).to(self.device)  # [B_s]
             logits = self.model.compute_logits(out.hidden_states[logits_indices])  # [B_s, vocab]
@@ -211,6 +225,7 @@ class ModelRunner:
                 logprobs[rows[j]] = entry
         for j, i in enumerate(rows):
             sampled[i] = token_ids[j]
+        self._hand_target_features(so, batch, out, valid_rows)
         spec_token_ids = None
         if self.drafter is not None:
             spec_token_ids = [[] for _ in so.scheduled_requests]
@@ -257,22 +272,35 @@ class ModelRunner:
         return token_ids
 
     # ---- token trees (chapter 3) --------------------------------------------------------------------
+    @property
+    def _uses_trees(self) -> bool:
+        return self.spec_tree is not None or getattr(self.drafter, "is_tree", False)
+
+    def _tree_for(self, request_id: str, num_nodes: int) -> SpecTree:
+        """The tree a request's drafts form: the drafter's own (EAGLE-2 trees differ per request and step), or
+        the configured static tree; cut to the nodes the scheduler kept."""
+        tree_for = getattr(self.drafter, "spec_tree_for", None)
+        tree = tree_for(request_id) if tree_for is not None else None
+        if tree is None:  # a request without drafts this step: its tree is the root alone
+            tree = self.spec_tree if self.spec_tree is not None else SpecTree([-1])
+        return tree.truncate(num_nodes)
+
     def _tree_inputs(self, so: SchedulerOutput):
         """Tree mask and depth offsets for every request that carries tree drafts (root + n nodes)."""
-        if self.spec_tree is None or not so.scheduled_spec_decode_tokens:
+        if not self._uses_trees or not so.scheduled_spec_decode_tokens:
             return None, None
         masks, offsets = {}, {}
         for b, r in enumerate(so.scheduled_requests):
             n = len(so.scheduled_spec_decode_tokens.get(r.request_id, ()))
             if n:
                 assert so.num_scheduled_tokens[r.request_id] == n + 1, "a tree row is its root + nodes"
-                tree = self.spec_tree.truncate(n)
+                tree = self._tree_for(r.request_id, n)
                 masks[b], offsets[b] = tree.attention_mask(), tree.position_ids().numpy()
         return masks, offsets
 
     def _verify_tree(self, so, batch, hidden_states, reqs, block_table, sampling_metadata):
-        """Accept the longest path of each request's tree, compact its KV, return the tokens and the flat
-        index of the last accepted node (whose hidden state the next proposal reads)."""
+        """Accept the longest path of each request's tree, compact its KV, return the tokens, the flat
+        index of the last accepted node (whose hidden state the next proposal reads) and the accepted nodes."""
         rows = batch.sampling_rows
         ends = batch.query_start_loc[1:][rows]  # [B_s] one past each request's last new token
         drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
@@ -282,12 +310,12 @@ class ModelRunner:
         greedy = [True] * len(reqs) if sampling_metadata.all_greedy else (
             sampling_metadata.temperature < 1e-5
         ).tolist()
-        token_ids, last_index, src, dst = [], [], [], []
+        token_ids, last_index, paths, src, dst = [], [], [], [], []
         offset = 0
         for j, (r, d) in enumerate(zip(reqs, drafts)):
             node_logits = logits[offset : offset + len(d) + 1]  # [n + 1, V]
             offset += len(d) + 1
-            tree = self.spec_tree.truncate(len(d))
+            tree = self._tree_for(r.request_id, len(d))
 
             def draw(node, j=j, node_logits=node_logits):
                 if greedy[j]:
@@ -297,9 +325,15 @@ class ModelRunner:
 
             if self.typical_acceptance_sampler is not None and d:
                 path, final = self._typical_tree_path(tree, d, node_logits, draw, sampling_metadata, j)
+            elif not greedy[j] and getattr(self.drafter, "sibling_verification", False):
+                md = _select_rows(sampling_metadata, [j])  # EAGLE: siblings verified in turn
+                probs = processed_probs(node_logits, md)  # [n + 1, V]
+                path, final = sample_tree_path(tree.parents, d, probs.__getitem__, md.generators.get(0))
             else:
                 path, final = walk_tree(tree, d, draw)
             token_ids.append([d[node - 1] for node in path] + [final])
+            paths.append(path)
+            self._record_accepted(r.request_id, path)
             last_index.append(starts[j] + (path[-1] if path else 0))
             if d:
                 self.spec_decoding_stats.observe_draft(len(d), len(path))
@@ -310,7 +344,7 @@ class ModelRunner:
                     src.append(self._slot(table, context + node))
                     dst.append(self._slot(table, context + depth))
         compact_kv_cache(self.kv_caches, src, dst)
-        return token_ids, np.array(last_index)
+        return token_ids, np.array(last_index), paths
 
     def _typical_tree_path(self, tree, d, node_logits, draw, md: SamplingMetadata, j: int):
         """Typical acceptance on a tree: the deepest node whose whole path passes wins; then the target
@@ -321,6 +355,26 @@ class ModelRunner:
         best = self.typical_acceptance_sampler.accept_tree(tree, d, node_logits, temperature, top_k, top_p)
         final = draw(best) if not tree.children(best) else int(node_logits[best].argmax())
         return tree.ancestors(best)[1:], final
+
+    # ---- what EAGLE reads from the target --------------------------------------------------------------
+    def _hand_target_features(self, so: SchedulerOutput, batch: InputBatch, out, valid_rows: dict) -> None:
+        """Give a feature-reading drafter (EAGLE) the target's features at every scheduled request's valid
+        rows: all rows of a prompt chunk, or the root and accepted drafts of a verified step."""
+        if not getattr(self.drafter, "needs_target_features", False):
+            return
+        layers = self.drafter.draft.aux_hidden_layers
+        for i, r in enumerate(so.scheduled_requests):
+            index = valid_rows.get(i)
+            if index is None:
+                index = np.arange(batch.query_start_loc[i], batch.query_start_loc[i + 1])
+            index = torch.as_tensor(index, dtype=torch.long, device=self.device)
+            aux = [a[index] for a in out.aux_hidden_states] if out.aux_hidden_states else None
+            self.drafter.add_target_features(r.request_id, target_features(out.hidden_states[index], aux, layers))
+
+    def _record_accepted(self, request_id: str, nodes: list[int]) -> None:
+        record = getattr(self.drafter, "record_accepted", None)
+        if record is not None:
+            record(request_id, nodes)
 
     def _slot(self, blocks: list[int], position: int) -> int:
         return blocks[position // self.block_size] * self.block_size + position % self.block_size

@@ -36,7 +36,10 @@ def test_zoo_status_says_not_built_yet(monkeypatch, tmp_path):
 
 
 def test_zoo_status_without_a_zoo_module(monkeypatch):
+    import minispec
+
     monkeypatch.setitem(sys.modules, "minispec.zoo", None)  # import fails
+    monkeypatch.delattr(minispec, "zoo", raising=False)  # even when an earlier test imported it
     assert zoo_status("target") == "not built yet (minispec.zoo is not available)"
     assert zoo_model_names() == FALLBACK_ZOO_MODELS
     report = env_report()

@@ -1,0 +1,177 @@
+"""EAGLE-1 draft head: one Llama decoder layer over fc(cat(token embedding, target feature)).
+
+Chapter 4. vLLM counterpart: `vllm/model_executor/models/llama_eagle.py` (`EagleLlamaForCausalLM`); the
+reference design is `Model` in SafeAILab/EAGLE `eagle/model/cnets1.py`.
+
+At position p the draft reads the next token x_{p+1} and the target's feature f_p (the target's last hidden
+state at p, after its final norm) and predicts the draft feature g_p, from which the target's own lm_head
+reads x_{p+2}:
+
+    e = embed_tokens(x_{p+1})                # [T, H]   the target's embeddings (or the checkpoint's)
+    h = fc(cat(e, f_p))                      # [T, H]   Linear(2H, H, bias)
+    g = layer(h)                             # [T, H]   a Llama decoder layer without its input norm
+    logits = target.lm_head(g)               # [T, V]   no final norm
+
+To draft further, g_p stands in for the unknown target feature f_{p+1}.
+
+Checkpoint format (as published by the EAGLE authors): config.json is a LlamaConfig with one layer;
+model.safetensors holds `fc.weight`, `fc.bias`, `layers.0.self_attn.{q,k,v,o}_proj.weight`,
+`layers.0.mlp.{gate,up,down}_proj.weight`, `layers.0.post_attention_layernorm.weight` and, optionally,
+`embed_tokens.weight`; never an lm_head.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+from minispec.attention.paged_attention import AttentionMetadata
+from minispec.model_executor.models.llama import LlamaArchConfig, LlamaDecoderLayer, LlamaForCausalLM
+
+STACKED = (("qkv_proj", "q_proj", "q"), ("qkv_proj", "k_proj", "k"), ("qkv_proj", "v_proj", "v"),
+           ("gate_up_proj", "gate_proj", 0), ("gate_up_proj", "up_proj", 1))
+
+
+def copy_fused(param: torch.Tensor, tensor: torch.Tensor, shard, cfg: LlamaArchConfig, name: str) -> None:
+    """Copy a checkpoint tensor into its slice of a fused (qkv / gate_up) parameter, or the whole of it."""
+    dst = param.data
+    if shard in ("q", "k", "v"):
+        q, kv = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
+        start, size = {"q": (0, q), "k": (q, kv), "v": (q + kv, kv)}[shard]
+        dst = dst.narrow(0, start, size)
+    elif shard is not None:
+        dst = dst.narrow(0, shard * cfg.intermediate_size, cfg.intermediate_size)
+    if dst.shape != tensor.shape:
+        raise ValueError(f"checkpoint tensor {name!r} has shape {tuple(tensor.shape)}; expected {tuple(dst.shape)}")
+    dst.copy_(tensor)
+
+
+def load_into(module: nn.Module, weights: dict[str, torch.Tensor], cfg: LlamaArchConfig, optional=()) -> None:
+    """Load Hugging Face names (q_proj, gate_proj, ...) into a module with fused matmuls; strict."""
+    params = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    loaded = set()
+    for name, tensor in weights.items():
+        target, shard = name, None
+        for fused, part, shard_id in STACKED:
+            if f".{part}." in name:
+                target, shard = name.replace(part, fused), shard_id
+                break
+        if target not in params:
+            raise ValueError(f"checkpoint tensor {name!r} has no place in {type(module).__name__}")
+        copy_fused(params[target], tensor.to(params[target].dtype), shard, cfg, name)
+        loaded.add(target)
+    missing = set(dict(module.named_parameters())) - loaded - set(optional)
+    if missing:
+        raise ValueError(f"checkpoint is missing tensors: {sorted(missing)[:5]}")
+
+
+def unfuse(state: dict[str, torch.Tensor], cfg: LlamaArchConfig) -> dict[str, torch.Tensor]:
+    """The inverse of load_into: split qkv_proj / gate_up_proj back into the Hugging Face names."""
+    q, kv = cfg.num_attention_heads * cfg.head_dim, cfg.num_key_value_heads * cfg.head_dim
+    out = {}
+    for name, t in state.items():
+        if ".qkv_proj." in name:
+            for part, piece in zip(("q_proj", "k_proj", "v_proj"), t.split([q, kv, kv])):
+                out[name.replace("qkv_proj", part)] = piece
+        elif ".gate_up_proj." in name:
+            for part, piece in zip(("gate_proj", "up_proj"), t.split(cfg.intermediate_size)):
+                out[name.replace("gate_up_proj", part)] = piece
+        else:
+            out[name] = t
+    return {k: v.detach().contiguous().cpu() for k, v in out.items()}
+
+
+def write_checkpoint(folder: str | Path, config: dict, tensors: dict[str, torch.Tensor]) -> Path:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    save_file(tensors, str(folder / "model.safetensors"))
+    (folder / "model.safetensors").chmod(0o644)
+    return folder
+
+
+class EagleLlamaForCausalLM(nn.Module):
+    """The EAGLE-1 draft. `target` lends its lm_head (and its embeddings unless the draft has its own)."""
+
+    def __init__(self, cfg: LlamaArchConfig, target: LlamaForCausalLM | None = None, fc_bias: bool = True,
+                 own_embeddings: bool = False):
+        super().__init__()
+        self.config = cfg
+        self.fc = nn.Linear(2 * cfg.hidden_size, cfg.hidden_size, bias=fc_bias)
+        layer = LlamaDecoderLayer(cfg)
+        layer.input_layernorm = nn.Identity()  # EAGLE-1's layer 0 has no input norm
+        self.layers = nn.ModuleList([layer])
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size) if own_embeddings else None
+        self._target = [target]  # a list keeps the target's weights out of this module's state_dict
+
+    @property
+    def num_kv_layers(self) -> int:
+        return 1
+
+    @property
+    def aux_hidden_layers(self) -> tuple[int, ...]:
+        return ()  # EAGLE-1 reads the target's last hidden state (after its final norm)
+
+    def attach_target(self, target: LlamaForCausalLM) -> None:
+        arch = target.config
+        if (arch.hidden_size, arch.vocab_size) != (self.config.hidden_size, self.config.vocab_size):
+            raise ValueError(
+                f"EAGLE draft has hidden_size={self.config.hidden_size}, vocab_size={self.config.vocab_size}; "
+                f"the target has hidden_size={arch.hidden_size}, vocab_size={arch.vocab_size}"
+            )
+        self._target = [target]
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        table = self.embed_tokens if self.embed_tokens is not None else self._target[0].model.embed_tokens
+        return table(input_ids)
+
+    def combine_hidden_states(self, features: torch.Tensor) -> torch.Tensor:
+        return features  # [T, H] already: the target's last hidden state
+
+    def forward(self, input_ids, positions, hidden_states, kv_caches, attn_metadata: AttentionMetadata):
+        """hidden_states [T, H]: target features or fed-back draft states. Returns (for logits, to feed back)."""
+        h = self.fc(torch.cat([self.embed(input_ids).to(hidden_states.dtype), hidden_states], dim=-1))
+        g = self.layers[0](positions, h, kv_caches[0], attn_metadata)  # [T, H]
+        return g, g
+
+    def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self._target[0].lm_head(hidden_states)  # [N, V]
+
+    def draft_to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        return draft_ids  # the draft speaks the target's vocabulary
+
+    # ---- checkpoint format ---------------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, target: LlamaForCausalLM | None = None,
+                        dtype: torch.dtype = torch.float32, device="cpu") -> EagleLlamaForCausalLM:
+        from minispec.model_executor.model_loader import load_weights
+
+        folder = Path(folder)
+        hf = json.loads((folder / "config.json").read_text())
+        weights = load_weights(folder)
+        cfg = LlamaArchConfig.from_hf(hf)
+        model = cls(cfg, target, fc_bias="fc.bias" in weights, own_embeddings="embed_tokens.weight" in weights)
+        load_into(model, weights, cfg)
+        model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+        model.layers[0].self_attn.rotary_emb.cos_sin = model.layers[0].self_attn.rotary_emb.cos_sin.float()
+        if target is not None:
+            model.attach_target(target)
+        return model
+
+    def save_pretrained(self, folder: str | Path, dtype: torch.dtype = torch.bfloat16) -> Path:
+        cfg = self.config
+        config = {
+            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 1,
+            "vocab_size": cfg.vocab_size, "hidden_size": cfg.hidden_size,
+            "intermediate_size": cfg.intermediate_size, "num_attention_heads": cfg.num_attention_heads,
+            "num_key_value_heads": cfg.num_key_value_heads, "head_dim": cfg.head_dim,
+            "rms_norm_eps": cfg.rms_norm_eps, "rope_theta": cfg.rope_theta, "hidden_act": "silu",
+            "max_position_embeddings": cfg.max_position_embeddings, "bias": self.fc.bias is not None,
+            "torch_dtype": str(dtype).removeprefix("torch."),
+        }
+        tensors = {k: v.to(dtype) for k, v in unfuse(self.state_dict(), cfg).items()}
+        return write_checkpoint(folder, config, tensors)

@@ -1,0 +1,306 @@
+"""Train an EAGLE-1 or EAGLE-3 draft head for the zoo target, on the target's own hidden states.
+
+Chapter 4. No vLLM counterpart (vLLM does not train); the recipes follow SafeAILab/EAGLE
+(`eagle/train/main.py` for EAGLE-1, `eagle/traineagle3/` for EAGLE-3).
+
+    python -m minispec.zoo.train_eagle --version 1 --minutes 12      # -> minispec/zoo/models/eagle
+    python -m minispec.zoo.train_eagle --version 3 --minutes 12      # -> minispec/zoo/models/eagle3
+
+Each step takes random windows of the training stream, runs the frozen target once (transformers,
+`output_hidden_states=True`) and trains the draft on what it returns:
+
+- EAGLE-1: the draft at position p reads (x_{p+1}, f_p) and must reproduce the target's next feature
+  f_{p+1} (SmoothL1) and its next-token distribution softmax(lm_head(f_{p+1})) (cross-entropy, weight 0.1).
+  Features get uniform noise U(-noise, noise), which makes the draft robust to its own fed-back states.
+- EAGLE-3 (training-time test): step 0 reads fc(three target layers); step j reads the draft's own output
+  of step j-1 one position back, attending to step 0's keys up to there and to its own chain (exactly the
+  attention pattern of drafting). Loss: cross-entropy against the target's distribution over the draft
+  vocabulary (the `draft_vocab` most frequent training tokens), step j weighted 0.8^j.
+
+The draft runs through the same PagedAttention code as at inference, over a scratch cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from minispec.attention.paged_attention import AttentionMetadata
+from minispec.model_executor.models.llama import LlamaArchConfig
+from minispec.model_executor.models.llama_eagle import EagleLlamaForCausalLM
+from minispec.model_executor.models.llama_eagle3 import Eagle3LlamaForCausalLM
+from minispec.zoo import MODELS_DIR, corpus
+from minispec.zoo.evaluate import eval_windows, load_model
+from minispec.zoo.train import lr_at, sample_batch
+
+
+def spread_aux_layers(num_layers: int) -> tuple[int, int, int]:
+    """Three layers spread over [1, L - 1]: (1, 3, 5) for the 6-layer zoo target, where EAGLE's default
+    (2, L // 2, L - 3) would read layer 3 twice."""
+    return tuple(round(1 + i * (num_layers - 2) / 2) for i in range(3))
+
+
+class _Lent:
+    """What the drafts borrow from the target: embeddings and lm_head, as minispec modules expect them."""
+
+    def __init__(self, hf_target):
+        self.model = hf_target.model
+        self.lm_head = hf_target.lm_head
+
+
+def dense_metadata(batch: int, seq_len: int, step: int, num_steps: int, device) -> AttentionMetadata:
+    """Queries of unrolled step `step` over a scratch cache laid out [batch, num_steps, seq_len].
+
+    Query q of step j sees step-0 keys at positions <= q - j and step-i keys (1 <= i <= j) at q - j + i:
+    the committed context and the chain of its draft ancestors."""
+    q = torch.arange(seq_len)
+    s = torch.arange((step + 1) * seq_len)
+    key_step, key_pos = s // seq_len, s % seq_len  # [S]
+    mask = ((key_step[None] == 0) & (key_pos[None] <= q[:, None] - step)) | (
+        (key_step[None] > 0) & (key_pos[None] == q[:, None] - step + key_step[None])
+    )  # [T, S]
+    mask[:, 0] |= ~mask.any(dim=1)  # the first positions of late steps see nothing valid: keep softmax finite
+    base = torch.arange(batch)[:, None] * num_steps * seq_len  # [B, 1]
+    return AttentionMetadata(
+        num_tokens=batch * seq_len,
+        slot_mapping=(base + step * seq_len + q[None]).flatten().to(device),
+        query_index=(torch.arange(batch)[:, None] * seq_len + q[None]).to(device),
+        output_index=torch.arange(batch * seq_len, device=device),
+        key_slots=(base + s[None]).to(device),
+        attn_mask=mask[None, None].expand(batch, 1, -1, -1).to(device),
+    )
+
+
+def build_draft(version: int, hf_target, draft_vocab_ids: torch.Tensor | None):
+    cfg = LlamaArchConfig.from_hf(hf_target.config.to_dict())
+    lent = _Lent(hf_target)
+    target_layer = hf_target.model.layers[-1]
+    if version == 1:
+        draft = EagleLlamaForCausalLM(cfg, lent)
+        layer = draft.layers[0]
+    else:
+        draft = Eagle3LlamaForCausalLM(cfg, len(draft_vocab_ids), spread_aux_layers(cfg.num_hidden_layers), lent)
+        draft.set_draft_vocab(draft_vocab_ids)
+        draft.lm_head.weight.data.copy_(hf_target.lm_head.weight.data[draft_vocab_ids.sort().values])
+        layer = draft.midlayer
+    # start the draft layer from the target's last layer (EAGLE-3's q/k/v are 2H wide: those start random)
+    with torch.no_grad():
+        if version == 1:
+            attn = target_layer.self_attn
+            layer.self_attn.qkv_proj.weight.copy_(
+                torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]))
+        layer.self_attn.o_proj.weight.copy_(target_layer.self_attn.o_proj.weight)
+        mlp = target_layer.mlp
+        layer.mlp.gate_up_proj.weight.copy_(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]))
+        layer.mlp.down_proj.weight.copy_(mlp.down_proj.weight)
+        layer.post_attention_layernorm.weight.copy_(target_layer.post_attention_layernorm.weight)
+    return draft
+
+
+def draft_forward(draft, tokens, hidden, step, num_steps, cache, device):
+    """One unrolled step over [B, T] tokens and [B, T, H] states; returns (for logits, to feed back)."""
+    b, t = tokens.shape
+    meta = dense_metadata(b, t, step, num_steps, device)
+    positions = torch.arange(t, device=device).repeat(b)
+    out, feed = draft(tokens.flatten(), positions, hidden.flatten(0, 1), [cache], meta)
+    return out.view(b, t, -1), feed.view(b, t, -1)
+
+
+def target_features(hf_target, inputs: torch.Tensor, version: int, aux_layers=()):
+    """(draft inputs [B, T, F], target's last hidden state [B, T, H], target logits [B, T, V])."""
+    with torch.no_grad():
+        out = hf_target(input_ids=inputs, output_hidden_states=True)
+        states = out.hidden_states  # embeddings, layer 1 .. L-1 inputs, final (normed) output
+        last = states[-1].float()
+        feats = last if version == 1 else torch.cat([states[i].float() for i in aux_layers], dim=-1)
+    return feats, last, out.logits.float()
+
+
+def losses(draft, version, batch, hf_target, args, device):
+    """Loss and per-step top-1 agreement with the target's argmax on one batch [B, T + 2]."""
+    inputs = batch[:, :-1]
+    feats, last, logits = target_features(hf_target, inputs, version, draft.aux_hidden_layers)
+    t = inputs.shape[1] - 1  # train positions 0..t-1: each needs position p + 1's target outputs
+    tokens = inputs[:, 1:]  # x_{p+1}
+    next_probs = logits[:, 1:].softmax(dim=-1)  # [B, t, V] target distribution for x_{p+2}
+    kv = draft.config.num_key_value_heads, draft.config.head_dim
+    steps = 1 if version == 1 else args.ttt_steps
+    dtype = torch.bfloat16 if torch.is_autocast_enabled("cpu") else torch.float32
+    cache = tuple(torch.zeros(inputs.shape[0] * steps * t, *kv, device=device, dtype=dtype) for _ in range(2))
+    total, accs = 0.0, []
+    if version == 1:
+        noisy = feats[:, :t] + (torch.rand_like(feats[:, :t]) * 2 - 1) * args.noise
+        out, _ = draft_forward(draft, tokens, noisy, 0, 1, cache, device)
+        draft_logp = draft.compute_logits(out).float().log_softmax(dim=-1)
+        ce = -(next_probs * draft_logp).sum(-1).mean()
+        total = F.smooth_l1_loss(out, last[:, 1:]) + 0.1 * ce
+        accs.append((draft_logp.argmax(-1) == next_probs.argmax(-1)).float().mean().item())
+        return total, accs
+    vocab_ids = draft.d2t + torch.arange(draft.draft_vocab_size, device=device)
+    hidden = draft.combine_hidden_states(feats[:, :t])  # [B, t, H]
+    for j in range(steps):
+        out, feed = draft_forward(draft, tokens, hidden, j, steps, cache, device)
+        draft_logp = draft.compute_logits(out).float().log_softmax(dim=-1)[:, j:]  # [B, t - j, Vd]
+        p = next_probs[:, j:][..., vocab_ids]
+        p = p / p.sum(-1, keepdim=True).clamp_min(1e-9)
+        total = total + 0.8**j * -(p * draft_logp).sum(-1).mean()
+        accs.append((vocab_ids[draft_logp.argmax(-1)] == next_probs[:, j:].argmax(-1)).float().mean().item())
+        hidden = torch.cat([torch.zeros_like(feed[:, :1]), feed[:, :-1]], dim=1)  # step j+1 reads q-1's
+    return total, accs
+
+
+@torch.no_grad()
+def heldout_acceptance(draft_dir: Path, target_dir: Path, num_prompts: int = 200, prompt_len: int = 64,
+                       k: int = 4) -> dict:
+    """Chain drafting as the engine does it, on held-out prompts: the target's greedy token g_1 after the
+    prompt is known, the shipped head (float32) drafts k more; draft i counts when drafts 1..i equal g_2..g_{i+1}."""
+    from minispec.core.kv_cache_manager import KVCacheManager
+    from minispec.model_executor.model_loader import get_model
+    from minispec.sample.metadata import SamplingMetadata
+    from minispec.spec_decode.eagle import EagleProposer
+    from minispec.zoo.evaluate import greedy_tokens
+
+    hf_target = load_model(target_dir)
+    target = get_model(target_dir)
+    cls = Eagle3LlamaForCausalLM if "draft_vocab_size" in json.loads((draft_dir / "config.json").read_text()) \
+        else EagleLlamaForCausalLM
+    draft = cls.from_pretrained(draft_dir, target)
+    version = 3 if cls is Eagle3LlamaForCausalLM else 1
+    prompts = torch.tensor(corpus.heldout_prompt_ids(num_prompts, prompt_len, tokenizer_dir=target_dir))
+    matches = []
+    for batch in prompts.split(50):
+        wanted = greedy_tokens(hf_target, batch, k + 1)  # [b, k + 1]
+        feats, _, _ = target_features(hf_target, batch, version, draft.aux_hidden_layers)
+        blocks = len(batch) * (prompt_len + 2 * k + 16) // 16 + 1
+        shape = (blocks * 16, draft.config.num_key_value_heads, draft.config.head_dim)
+        proposer = EagleProposer(draft, [(torch.zeros(shape), torch.zeros(shape))], KVCacheManager(blocks, 16),
+                                 k, prompt_len + 2 * k + 8)
+        requests = []
+        for i, prompt in enumerate(batch.tolist()):
+            proposer.add_target_features(str(i), feats[i])
+            requests.append(_Prompt(str(i), prompt))
+        greedy = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)
+        drafts = torch.tensor(proposer.propose(requests, wanted[:, :1].tolist(), greedy))  # [b, k]
+        matches.append((drafts == wanted[:, 1:]).long().cumprod(dim=1))
+    per_position = torch.cat(matches).float().mean(0).tolist()
+    return {"k": k, "num_prompts": num_prompts, "prompt_len": prompt_len,
+            "p_first_i_accepted": [round(p, 4) for p in per_position],
+            "mean_acceptance_length": round(1.0 + sum(per_position), 4)}
+
+
+class _Prompt:
+    def __init__(self, request_id: str, token_ids: list[int]):
+        self.request_id, self.all_token_ids = request_id, token_ids
+
+
+def frequent_tokens(stream: np.ndarray, vocab_size: int, n: int) -> torch.Tensor:
+    counts = np.bincount(stream.astype(np.int64), minlength=vocab_size)
+    return torch.from_numpy(np.argsort(-counts, kind="stable")[:n].copy())
+
+
+def train(args: argparse.Namespace) -> dict:
+    torch.manual_seed(args.seed)
+    device = torch.device("cpu")
+    target_dir = Path(args.target)
+    hf_target = load_model(target_dir).requires_grad_(False)
+    tokenizer_file = target_dir / "tokenizer.json"
+    train_ids = corpus.token_stream("train", tokenizer_file, args.max_files)
+    heldout_ids = corpus.token_stream("heldout", tokenizer_file, args.max_files)
+    windows = eval_windows(heldout_ids, args.eval_windows, args.seq_len + 1)
+    vocab = hf_target.config.vocab_size
+    draft_ids = frequent_tokens(train_ids, vocab, args.draft_vocab or vocab) if args.version == 3 else None
+    draft = build_draft(args.version, hf_target, draft_ids).train()
+    params = [p for p in draft.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    rng = np.random.default_rng(args.seed)
+    name = "eagle" if args.version == 1 else "eagle3"
+    out_dir = Path(args.out) / name
+    shown = "zoo:target" if target_dir.resolve() == (MODELS_DIR / "target").resolve() else str(target_dir)
+    log = {"name": name, "version": args.version, "target": shown, "batch_size": args.batch_size,
+           "seq_len": args.seq_len, "lr": args.lr, "budget_minutes": args.minutes, "budget_steps": args.steps,
+           "params": sum(p.numel() for p in params), "history": []}
+    if draft_ids is not None:
+        coverage = float(np.isin(train_ids, draft_ids.numpy()).mean())
+        log.update(draft_vocab_size=len(draft_ids), draft_vocab_coverage=coverage,
+                   aux_hidden_layers=list(draft.aux_hidden_layers), ttt_steps=args.ttt_steps)
+    print(f"[{name}] {log['params'] / 1e6:.2f}M trainable parameters", flush=True)
+    start, step = time.time(), 0
+    while True:
+        elapsed = time.time() - start
+        progress = step / args.steps if args.steps else elapsed / (args.minutes * 60)
+        if progress >= 1.0:
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, progress, args.lr, args.warmup_steps)
+        batch = sample_batch(train_ids, args.batch_size, args.seq_len + 1, rng)  # [B, T + 2]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss, accs = losses(draft, args.version, batch, hf_target, args, device)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        step += 1
+        if step % args.log_every == 0 or step == 1:
+            row = {"step": step, "seconds": round(time.time() - start, 1), "loss": loss.item(),
+                   "top1_per_step": [round(a, 4) for a in accs]}
+            log["history"].append(row)
+            print(json.dumps(row), flush=True)
+    draft.eval()
+    with torch.no_grad():
+        accs = [losses(draft, args.version, w, hf_target, args, device)[1] for w in windows.split(8)]
+    log.update(steps=step, train_seconds=round(time.time() - start, 1),
+               heldout_top1_per_step=[round(float(np.mean(a)), 4) for a in zip(*accs)])
+    draft.save_pretrained(out_dir)
+    for name_ in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (target_dir / name_).is_file():
+            (out_dir / name_).write_bytes((target_dir / name_).read_bytes())
+    log["heldout_acceptance"] = heldout_acceptance(out_dir, target_dir, args.acceptance_prompts)
+    (out_dir / "train_log.json").write_text(json.dumps(log, indent=1) + "\n")
+    print(f"[{name}] {step} steps; held-out top-1 per step {log['heldout_top1_per_step']}; acceptance "
+          f"{log['heldout_acceptance']} -> {out_dir}")
+    return log
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m minispec.zoo.train_eagle", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", type=int, choices=[1, 3], required=True)
+    parser.add_argument("--minutes", type=float, default=12.0)
+    parser.add_argument("--steps", type=int, default=None, help="a step budget instead of a time budget")
+    parser.add_argument("--target", default=str(MODELS_DIR / "target"))
+    parser.add_argument("--out", default=str(MODELS_DIR))
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--seq-len", type=int, default=256)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--warmup-steps", type=int, default=20)
+    parser.add_argument("--noise", type=float, default=0.1, help="EAGLE-1 feature noise U(-noise, noise)")
+    parser.add_argument("--ttt-steps", type=int, default=3, help="EAGLE-3 unrolled steps")
+    parser.add_argument("--draft-vocab", type=int, default=3072, help="EAGLE-3 draft vocabulary size")
+    parser.add_argument("--max-files", type=int, default=None)
+    parser.add_argument("--eval-windows", type=int, default=32)
+    parser.add_argument("--acceptance-prompts", type=int, default=200)
+    parser.add_argument("--log-every", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
+    args = parser.parse_args(argv)
+    for name in ("minutes", "steps", "batch_size", "seq_len", "ttt_steps", "draft_vocab"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name.replace('_', '-')}={value} must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    return train(args)
+
+
+if __name__ == "__main__":
+    main()

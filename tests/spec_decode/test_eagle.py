@@ -1,0 +1,118 @@
+"""EagleProposer on random drafts: the paged draft cache gives the drafts a dense recomputation gives, across
+steps with rejections; chain, static and EAGLE-2 dynamic trees agree where they must."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from minispec.core.kv_cache_manager import KVCacheManager
+from minispec.sample.metadata import SamplingMetadata
+from minispec.spec_decode.eagle import DynamicTreeConfig, EagleProposer
+from minispec.spec_decode.tree import SpecTree
+from minispec.zoo.train_eagle import draft_forward
+from tests.eagle_models import make_eagle, make_eagle3, make_target
+
+GREEDY = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)
+
+
+@pytest.fixture(scope="module")
+def drafts(tmp_path_factory):
+    _, target = make_target(tmp_path_factory.mktemp("target"))
+    return {"eagle": make_eagle(target), "eagle3": make_eagle3(target)}
+
+
+def proposer(draft, k=4, **kw):
+    shape = (64 * 8, draft.config.num_key_value_heads, draft.config.head_dim)
+    kv = [(torch.zeros(shape), torch.zeros(shape))]
+    return EagleProposer(draft, kv, KVCacheManager(64, 8), k, 256, **kw)
+
+
+def feature_dim(draft):
+    return draft.config.hidden_size * (3 if draft.aux_hidden_layers else 1)
+
+
+def request(rid, tokens):
+    return SimpleNamespace(request_id=rid, all_token_ids=list(tokens))
+
+
+def run(prop, rid, history, features):
+    """Hand the proposer the features it lacks and the history; return its drafts."""
+    prop.add_target_features(rid, features)
+    return prop.propose([request(rid, history[:-1])], [[history[-1]]], GREEDY)[0]
+
+
+@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+@pytest.mark.parametrize("mode", ["chain", "static", "dynamic"])
+def test_incremental_steps_with_rejections_match_a_fresh_proposer(drafts, name, mode):
+    draft = drafts[name]
+    kw = {"chain": {}, "static": {"tree": SpecTree.from_paths([(0,), (1,), (0, 0), (1, 0), (0, 0, 0)])},
+          "dynamic": {"dynamic_tree": DynamicTreeConfig(total_tokens=9, depth=3, top_k=3)}}[mode]
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randint(3, 96, (40,), generator=gen).tolist()
+    features = torch.randn(40, feature_dim(draft), generator=gen)
+    step_prop = proposer(draft, **kw)
+    n, consumed = 12, 0
+    for accepted in (0, 3, 1, 0, 2):  # tokens gained per step: accepted drafts + 1 (a rejection or bonus)
+        n += accepted + 1 if consumed else 0
+        drafts_step = run(step_prop, "a", tokens[:n], features[consumed : n - 1])
+        consumed = n - 1
+        fresh = proposer(draft, **kw)
+        assert drafts_step == run(fresh, "b", tokens[:n], features[: n - 1])
+        assert step_prop.last_trees["a"].parents == fresh.last_trees["b"].parents
+
+
+@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+def test_chain_drafts_match_a_dense_unrolled_forward(drafts, name):
+    """Draft j + 1 is what the training-time unrolled forward predicts at step j over history + drafts."""
+    draft = drafts[name]
+    gen = torch.Generator().manual_seed(1)
+    n, k = 15, 4
+    tokens = torch.randint(3, 96, (n,), generator=gen).tolist()
+    features = torch.randn(n - 1, feature_dim(draft), generator=gen)
+    chain = run(proposer(draft, k=k), "a", tokens, features)
+    seq = torch.tensor([tokens[1:] + chain[:-1]])  # x_{q+1} for q = 0 .. n + k - 3
+    t = seq.shape[1]
+    hidden = torch.zeros(1, t, draft.config.hidden_size)
+    hidden[0, : n - 1] = draft.combine_hidden_states(features)
+    shape = (k * t, draft.config.num_key_value_heads, draft.config.head_dim)
+    cache = (torch.zeros(shape), torch.zeros(shape))
+    with torch.no_grad():
+        for j in range(k):
+            out, feed = draft_forward(draft, seq, hidden, j, k, cache, "cpu")
+            logits = draft.compute_logits(out[0, n - 2 + j])
+            assert int(draft.draft_to_target(logits.argmax())) == chain[j], f"draft {j}"
+            hidden = torch.cat([torch.zeros_like(feed[:, :1]), feed[:, :-1]], dim=1)
+
+
+@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+def test_trees_agree_with_the_chain_and_are_well_formed(drafts, name):
+    draft = drafts[name]
+    gen = torch.Generator().manual_seed(2)
+    tokens = torch.randint(3, 96, (20,), generator=gen).tolist()
+    features = torch.randn(19, feature_dim(draft), generator=gen)
+    chain = run(proposer(draft, k=4), "a", tokens, features)
+    line = SpecTree.from_paths([(0,) * d for d in range(1, 5)])
+    assert run(proposer(draft, tree=line), "a", tokens, features) == chain
+    top1 = DynamicTreeConfig(total_tokens=5, depth=3, top_k=1)
+    assert run(proposer(draft, dynamic_tree=top1), "a", tokens, features) == chain
+
+    prop = proposer(draft, dynamic_tree=DynamicTreeConfig(total_tokens=12, depth=3, top_k=3))
+    nodes = run(prop, "a", tokens, features)
+    tree = prop.last_trees["a"]
+    assert len(nodes) == 11 and tree.tokens == nodes and tree.root_token == tokens[-1]
+    assert all(0 <= p < i for i, p in enumerate(tree.parents[1:], start=1))  # parents before children
+    for i, p in enumerate(tree.parents[1:], start=1):
+        if p > 0:
+            assert tree.scores[i - 1] <= tree.scores[p - 1] + 1e-6  # a path's log-prob only falls
+    siblings = [tuple(nodes[c - 1] for c in prop.spec_tree_for("a").children(u)) for u in range(12)]
+    assert all(len(set(s)) == len(s) for s in siblings)  # distinct candidates under each node
+    # the best depth-1 node is the chain's first draft
+    assert nodes[0] == chain[0]
+
+
+def test_dynamic_tree_config_validates():
+    with pytest.raises(ValueError, match="top_k"):
+        DynamicTreeConfig(total_tokens=8, depth=2, top_k=0)
+    with pytest.raises(ValueError, match="total_tokens=30"):
+        DynamicTreeConfig(total_tokens=30, depth=1, top_k=2)

@@ -14,10 +14,8 @@ requests are flattened into one varlen batch:
 Logits are computed only at `logits_indices`: for a plain step, the last token of each request; for a
 speculative step, every draft position plus the bonus position.
 
-Token trees (chapter 3, `spec_tree` set): a request's drafts are the nodes of the tree; they are verified in
-the same forward with the tree mask (`custom_masks`) and RoPE positions context + depth (`position_offsets`);
-the accepted path's keys and values are then copied onto consecutive slots (`compact_kv_cache`), so the
-scheduler's usual rollback (num_computed = context + 1 + accepted) leaves a cache plain decoding would hold.
+Token trees (chapters 3 and 4): drafts that form a tree are verified in the same forward with a tree mask
+and depth-based RoPE positions; that code lives in `tree_verification.py`, which this class inherits.
 """
 
 from __future__ import annotations
@@ -36,13 +34,12 @@ from minispec.sample.logprobs import LogprobsTensors
 from minispec.sample.metadata import SamplingMetadata
 from minispec.sample.rejection_sampler import RejectionSampler
 from minispec.sample.sampler import Sampler
-from minispec.sample.tree_sampler import processed_probs, sample_tree_path
 from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
-from minispec.spec_decode.draft_model import _select_rows
 from minispec.spec_decode.eagle import target_features
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
-from minispec.spec_decode.tree import SpecTree, compact_kv_cache, walk_tree
+from minispec.spec_decode.tree import SpecTree
+from minispec.worker.tree_verification import TreeVerificationMixin
 
 
 @dataclass
@@ -67,7 +64,7 @@ class InputBatch:
     sampling_rows: list[int]  # requests that reach the end of their tokens this step (they sample)
 
 
-class ModelRunner:
+class ModelRunner(TreeVerificationMixin):
     def __init__(
         self,
         model: LlamaForCausalLM,
@@ -187,8 +184,13 @@ class ModelRunner:
     def execute_model(self, so: SchedulerOutput, block_table: list[list[int]]) -> ModelRunnerOutput:
         custom_masks, position_offsets = self._tree_inputs(so)
         batch = self._prepare_inputs(so, block_table, custom_masks, position_offsets)
-        out = self.model(batch.input_ids, batch.positions, self.kv_caches, batch.attn_metadata,
-                         aux_hidden_layers=self.aux_hidden_layers)
+        out = self.model(
+            batch.input_ids,
+            batch.positions,
+            self.kv_caches,
+            batch.attn_metadata,
+            aux_hidden_layers=self.aux_hidden_layers,
+        )
         rows = batch.sampling_rows
         sampled: list[list[int]] = [[] for _ in so.scheduled_requests]
         logprobs: list = [None] * len(so.scheduled_requests)
@@ -207,8 +209,9 @@ class ModelRunner:
             )
             for j, i in enumerate(rows):
                 root = last_index[j] - (paths[j][-1] if paths[j] else 0)
-                valid_rows[i] = np.concatenate([np.arange(batch.query_start_loc[i], root + 1),
-                                                root + np.array(paths[j], dtype=np.int64)])
+                valid_rows[i] = np.concatenate(
+                    [np.arange(batch.query_start_loc[i], root + 1), root + np.array(paths[j], dtype=np.int64)]
+                )
         elif any(num_draft_tokens):
             token_ids = self._verify(so, batch, out.hidden_states, reqs, num_draft_tokens, sampling_metadata)
             # the last accepted draft's position (the one that produced the bonus or recovered token)
@@ -271,91 +274,6 @@ class ModelRunner:
                 self.spec_decoding_stats.observe_draft(n, len(accepted) - 1)
         return token_ids
 
-    # ---- token trees (chapter 3) --------------------------------------------------------------------
-    @property
-    def _uses_trees(self) -> bool:
-        return self.spec_tree is not None or getattr(self.drafter, "is_tree", False)
-
-    def _tree_for(self, request_id: str, num_nodes: int) -> SpecTree:
-        """The tree a request's drafts form: the drafter's own (EAGLE-2 trees differ per request and step), or
-        the configured static tree; cut to the nodes the scheduler kept."""
-        tree_for = getattr(self.drafter, "spec_tree_for", None)
-        tree = tree_for(request_id) if tree_for is not None else None
-        if tree is None:  # a request without drafts this step: its tree is the root alone
-            tree = self.spec_tree if self.spec_tree is not None else SpecTree([-1])
-        return tree.truncate(num_nodes)
-
-    def _tree_inputs(self, so: SchedulerOutput):
-        """Tree mask and depth offsets for every request that carries tree drafts (root + n nodes)."""
-        if not self._uses_trees or not so.scheduled_spec_decode_tokens:
-            return None, None
-        masks, offsets = {}, {}
-        for b, r in enumerate(so.scheduled_requests):
-            n = len(so.scheduled_spec_decode_tokens.get(r.request_id, ()))
-            if n:
-                assert so.num_scheduled_tokens[r.request_id] == n + 1, "a tree row is its root + nodes"
-                tree = self._tree_for(r.request_id, n)
-                masks[b], offsets[b] = tree.attention_mask(), tree.position_ids().numpy()
-        return masks, offsets
-
-    def _verify_tree(self, so, batch, hidden_states, reqs, block_table, sampling_metadata):
-        """Accept the longest path of each request's tree, compact its KV, return the tokens, the flat
-        index of the last accepted node (whose hidden state the next proposal reads) and the accepted nodes."""
-        rows = batch.sampling_rows
-        ends = batch.query_start_loc[1:][rows]  # [B_s] one past each request's last new token
-        drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
-        starts = ends - 1 - np.array([len(d) for d in drafts])  # [B_s] the root's flat index
-        index = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)])
-        logits = self.model.compute_logits(hidden_states[torch.from_numpy(index).to(self.device)]).float()
-        greedy = [True] * len(reqs) if sampling_metadata.all_greedy else (
-            sampling_metadata.temperature < 1e-5
-        ).tolist()
-        token_ids, last_index, paths, src, dst = [], [], [], [], []
-        offset = 0
-        for j, (r, d) in enumerate(zip(reqs, drafts)):
-            node_logits = logits[offset : offset + len(d) + 1]  # [n + 1, V]
-            offset += len(d) + 1
-            tree = self._tree_for(r.request_id, len(d))
-
-            def draw(node, j=j, node_logits=node_logits):
-                if greedy[j]:
-                    return int(node_logits[node].argmax())
-                md = _select_rows(sampling_metadata, [j])
-                return int(self.sampler(node_logits[node : node + 1], md).sampled_token_ids[0, 0])
-
-            if self.typical_acceptance_sampler is not None and d:
-                path, final = self._typical_tree_path(tree, d, node_logits, draw, sampling_metadata, j)
-            elif not greedy[j] and getattr(self.drafter, "sibling_verification", False):
-                md = _select_rows(sampling_metadata, [j])  # EAGLE: siblings verified in turn
-                probs = processed_probs(node_logits, md)  # [n + 1, V]
-                path, final = sample_tree_path(tree.parents, d, probs.__getitem__, md.generators.get(0))
-            else:
-                path, final = walk_tree(tree, d, draw)
-            token_ids.append([d[node - 1] for node in path] + [final])
-            paths.append(path)
-            self._record_accepted(r.request_id, path)
-            last_index.append(starts[j] + (path[-1] if path else 0))
-            if d:
-                self.spec_decoding_stats.observe_draft(len(d), len(path))
-            context = r.num_computed_tokens - len(d) - 1
-            table = block_table[rows[j]]
-            for depth, node in enumerate(path, start=1):
-                if node != depth:
-                    src.append(self._slot(table, context + node))
-                    dst.append(self._slot(table, context + depth))
-        compact_kv_cache(self.kv_caches, src, dst)
-        return token_ids, np.array(last_index), paths
-
-    def _typical_tree_path(self, tree, d, node_logits, draw, md: SamplingMetadata, j: int):
-        """Typical acceptance on a tree: the deepest node whose whole path passes wins; then the target
-        argmax, or the bonus token (a draw) when that node is a leaf."""
-        temperature = 0.0 if md.all_greedy else float(md.temperature[j])
-        top_k = None if md.top_k is None else int(md.top_k[j])
-        top_p = None if md.top_p is None else float(md.top_p[j])
-        best = self.typical_acceptance_sampler.accept_tree(tree, d, node_logits, temperature, top_k, top_p)
-        final = draw(best) if not tree.children(best) else int(node_logits[best].argmax())
-        return tree.ancestors(best)[1:], final
-
     # ---- what EAGLE reads from the target --------------------------------------------------------------
     def _hand_target_features(self, so: SchedulerOutput, batch: InputBatch, out, valid_rows: dict) -> None:
         """Give a feature-reading drafter (EAGLE) the target's features at every scheduled request's valid
@@ -369,15 +287,14 @@ class ModelRunner:
                 index = np.arange(batch.query_start_loc[i], batch.query_start_loc[i + 1])
             index = torch.as_tensor(index, dtype=torch.long, device=self.device)
             aux = [a[index] for a in out.aux_hidden_states] if out.aux_hidden_states else None
-            self.drafter.add_target_features(r.request_id, target_features(out.hidden_states[index], aux, layers))
+            self.drafter.add_target_features(
+                r.request_id, target_features(out.hidden_states[index], aux, layers)
+            )
 
     def _record_accepted(self, request_id: str, nodes: list[int]) -> None:
         record = getattr(self.drafter, "record_accepted", None)
         if record is not None:
             record(request_id, nodes)
-
-    def _slot(self, blocks: list[int], position: int) -> int:
-        return blocks[position // self.block_size] * self.block_size + position % self.block_size
 
     def _draft_probs(self, reqs, num_draft_tokens, drafts) -> torch.Tensor | None:
         """[num_draft_tokens, V] for the rejection sampler: sampled drafts' probabilities, one-hot elsewhere."""

@@ -1,0 +1,115 @@
+"""Tree verification for the model runner: masks and depths in, the longest accepted path and KV compaction out.
+
+Chapters 3 and 4. vLLM counterparts: the tree branch of `vllm/v1/worker/gpu_model_runner.py` with
+`vllm/v1/attention/backends/tree_attn.py`, and Medusa's `tree_decoding` / `evaluate_posterior`. Kept apart from
+`model_runner.py` so the chain path reads on its own; `ModelRunner` inherits these methods.
+
+A request's drafts are the nodes of its tree (a static `SpecTree`, or the drafter's own EAGLE-2 tree). They are
+verified in one forward with the tree mask and RoPE positions context + depth; the accepted path's keys and
+values are then copied onto consecutive slots, so the scheduler's usual rollback
+(num_computed = context + 1 + accepted) leaves the cache plain decoding would hold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from minispec.core.sched.output import SchedulerOutput
+from minispec.sample.metadata import SamplingMetadata
+from minispec.sample.tree_sampler import processed_probs, sample_tree_path
+from minispec.spec_decode.draft_model import _select_rows
+from minispec.spec_decode.tree import SpecTree, compact_kv_cache, walk_tree
+
+
+class TreeVerificationMixin:
+    """Methods of ModelRunner that only tree drafts (Medusa trees, EAGLE static and dynamic trees) use."""
+
+    @property
+    def _uses_trees(self) -> bool:
+        return self.spec_tree is not None or getattr(self.drafter, "is_tree", False)
+
+    def _tree_for(self, request_id: str, num_nodes: int) -> SpecTree:
+        """The tree a request's drafts form: the drafter's own (EAGLE-2 trees differ per request and step), or
+        the configured static tree; cut to the nodes the scheduler kept."""
+        tree_for = getattr(self.drafter, "spec_tree_for", None)
+        tree = tree_for(request_id) if tree_for is not None else None
+        if tree is None:  # a request without drafts this step: its tree is the root alone
+            tree = self.spec_tree if self.spec_tree is not None else SpecTree([-1])
+        return tree.truncate(num_nodes)
+
+    def _tree_inputs(self, so: SchedulerOutput):
+        """Tree mask and depth offsets for every request that carries tree drafts (root + n nodes)."""
+        if not self._uses_trees or not so.scheduled_spec_decode_tokens:
+            return None, None
+        masks, offsets = {}, {}
+        for b, r in enumerate(so.scheduled_requests):
+            n = len(so.scheduled_spec_decode_tokens.get(r.request_id, ()))
+            if n:
+                assert so.num_scheduled_tokens[r.request_id] == n + 1, "a tree row is its root + nodes"
+                tree = self._tree_for(r.request_id, n)
+                masks[b], offsets[b] = tree.attention_mask(), tree.position_ids().numpy()
+        return masks, offsets
+
+    def _verify_tree(self, so, batch, hidden_states, reqs, block_table, sampling_metadata):
+        """Accept the longest path of each request's tree, compact its KV, return the tokens, the flat
+        index of the last accepted node (whose hidden state the next proposal reads) and the accepted nodes."""
+        rows = batch.sampling_rows
+        ends = batch.query_start_loc[1:][rows]  # [B_s] one past each request's last new token
+        drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
+        starts = ends - 1 - np.array([len(d) for d in drafts])  # [B_s] the root's flat index
+        index = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)])
+        logits = self.model.compute_logits(hidden_states[torch.from_numpy(index).to(self.device)]).float()
+        greedy = (
+            [True] * len(reqs)
+            if sampling_metadata.all_greedy
+            else (sampling_metadata.temperature < 1e-5).tolist()
+        )
+        token_ids, last_index, paths, src, dst = [], [], [], [], []
+        offset = 0
+        for j, (r, d) in enumerate(zip(reqs, drafts)):
+            node_logits = logits[offset : offset + len(d) + 1]  # [n + 1, V]
+            offset += len(d) + 1
+            tree = self._tree_for(r.request_id, len(d))
+
+            def draw(node, j=j, node_logits=node_logits):
+                if greedy[j]:
+                    return int(node_logits[node].argmax())
+                md = _select_rows(sampling_metadata, [j])
+                return int(self.sampler(node_logits[node : node + 1], md).sampled_token_ids[0, 0])
+
+            if self.typical_acceptance_sampler is not None and d:
+                path, final = self._typical_tree_path(tree, d, node_logits, draw, sampling_metadata, j)
+            elif not greedy[j] and getattr(self.drafter, "sibling_verification", False):
+                md = _select_rows(sampling_metadata, [j])  # EAGLE: siblings verified in turn
+                probs = processed_probs(node_logits, md)  # [n + 1, V]
+                path, final = sample_tree_path(tree.parents, d, probs.__getitem__, md.generators.get(0))
+            else:
+                path, final = walk_tree(tree, d, draw)
+            token_ids.append([d[node - 1] for node in path] + [final])
+            paths.append(path)
+            self._record_accepted(r.request_id, path)
+            last_index.append(starts[j] + (path[-1] if path else 0))
+            if d:
+                self.spec_decoding_stats.observe_draft(len(d), len(path))
+            context = r.num_computed_tokens - len(d) - 1
+            table = block_table[rows[j]]
+            for depth, node in enumerate(path, start=1):
+                if node != depth:
+                    src.append(self._slot(table, context + node))
+                    dst.append(self._slot(table, context + depth))
+        compact_kv_cache(self.kv_caches, src, dst)
+        return token_ids, np.array(last_index), paths
+
+    def _typical_tree_path(self, tree, d, node_logits, draw, md: SamplingMetadata, j: int):
+        """Typical acceptance on a tree: the deepest node whose whole path passes wins; then the target
+        argmax, or the bonus token (a draw) when that node is a leaf."""
+        temperature = 0.0 if md.all_greedy else float(md.temperature[j])
+        top_k = None if md.top_k is None else int(md.top_k[j])
+        top_p = None if md.top_p is None else float(md.top_p[j])
+        best = self.typical_acceptance_sampler.accept_tree(tree, d, node_logits, temperature, top_k, top_p)
+        final = draw(best) if not tree.children(best) else int(node_logits[best].argmax())
+        return tree.ancestors(best)[1:], final
+
+    def _slot(self, blocks: list[int], position: int) -> int:
+        return blocks[position // self.block_size] * self.block_size + position % self.block_size

@@ -12,11 +12,12 @@ vLLM counterpart: `benchmarks/benchmark_throughput.py` with a speculative config
 from __future__ import annotations
 
 import argparse
-import time
 
-from minispec import LLM, SamplingParams
+from minispec import LLM
 from minispec.bench.model_forward import measure_forward_time
 from minispec.bench.roofline import torch_threads
+from minispec.bench.spec_sweep import timed_decode
+from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.spec_decode.theory import (
     expected_speedup,
     expected_speedup_with_verify_cost,
@@ -36,15 +37,6 @@ def alpha_from_acceptance_length(mean_length: float, k: int) -> float:
     return (lo + hi) / 2
 
 
-def decode_time(llm: LLM, prompts: list[list[int]], max_tokens: int) -> tuple[float, list[list[int]]]:
-    """Seconds to decode every prompt one at a time (batch 1), and the generated tokens."""
-    params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
-    outputs, start = [], time.perf_counter()
-    for p in prompts:
-        outputs.append(llm.generate({"prompt_token_ids": p}, params, use_tqdm=False)[0].outputs[0].token_ids)
-    return time.perf_counter() - start, outputs
-
-
 def run(
     target: str = "zoo:target",
     draft: str = "zoo:draft",
@@ -58,20 +50,23 @@ def run(
 
     prompts = heldout_prompt_ids(num_prompts, prompt_len)
     plain = LLM(model=target, device="cpu")
-    decode_time(plain, prompts[:1], 8)  # warm-up
-    plain_s, plain_tokens = decode_time(plain, prompts, max_tokens)
-    t_target = measure_forward_time(engine=plain.llm_engine, num_new_tokens=[1, k + 1], context_len=prompt_len)
+    plain_s, plain_tokens = timed_decode(plain, prompts, max_tokens, repeats=1)
+    t_target = measure_forward_time(
+        engine=plain.llm_engine, num_new_tokens=[1, k + 1], context_len=prompt_len
+    )
     v = t_target[k + 1] / t_target[1]
     c_draft = measure_forward_time(draft, [1], context_len=prompt_len)[1] / t_target[1]
 
     rows = []
     for method in methods:
         spec = {"method": method, "num_speculative_tokens": k}
-        spec |= {"model": draft} if method == "draft_model" else {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
+        spec |= (
+            {"model": draft} if method == "draft_model" else {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
+        )
         llm = LLM(model=target, device="cpu", speculative_config=spec)
-        decode_time(llm, prompts[:1], 8)
-        llm.llm_engine.model_runner.spec_decoding_stats.__init__(k)  # forget the warm-up
-        spec_s, spec_tokens = decode_time(llm, prompts, max_tokens)
+        timed_decode(llm, prompts[:1], 8, repeats=1)  # warm-up, then forget its counters
+        llm.llm_engine.model_runner.spec_decoding_stats = SpecDecodingStats.new(k)
+        spec_s, spec_tokens = timed_decode(llm, prompts, max_tokens, repeats=1)
         if spec_tokens != plain_tokens:
             raise AssertionError(f"{method}: speculative greedy output differs from plain decoding")
         stats = llm.get_spec_decoding_stats()
@@ -98,7 +93,9 @@ def run(
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"plain decoding: {rows[0]['plain_tok_s']:.1f} tok/s; verifying k+1 costs v = {rows[0]['v']:.2f} target steps")
+    print(
+        f"plain decoding: {rows[0]['plain_tok_s']:.1f} tok/s; verifying k+1 costs v = {rows[0]['v']:.2f} target steps"
+    )
     head = "method        k  accept  mean len  per-position             tok/s  speedup    c   alpha  pred E/(kc+1)  pred E/(kc+v)"
     print(head)
     for r in rows:

@@ -25,7 +25,9 @@ def _as_input(prompt: Prompt) -> str | dict:
     return prompt if isinstance(prompt, str) else {"prompt_token_ids": [int(t) for t in prompt]}
 
 
-def _decode(llm: LLM, prompts: Sequence[Prompt], max_tokens: int) -> tuple[float, list[list[int]]]:
+def decode_one_at_a_time(
+    llm: LLM, prompts: Sequence[Prompt], max_tokens: int
+) -> tuple[float, list[list[int]]]:
     """Seconds to decode every prompt on its own (batch 1), and the generated token ids."""
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     outputs, start = [], time.perf_counter()
@@ -35,11 +37,13 @@ def _decode(llm: LLM, prompts: Sequence[Prompt], max_tokens: int) -> tuple[float
     return time.perf_counter() - start, outputs
 
 
-def _timed(
+def timed_decode(
     llm: LLM, prompts: Sequence[Prompt], max_tokens: int, repeats: int
 ) -> tuple[float, list[list[int]]]:
-    _decode(llm, prompts[:1], min(4, max_tokens))  # warm-up: first-call allocations, lazy imports
-    runs = [_decode(llm, prompts, max_tokens) for _ in range(repeats)]
+    decode_one_at_a_time(
+        llm, prompts[:1], min(4, max_tokens)
+    )  # warm-up: first-call allocations, lazy imports
+    runs = [decode_one_at_a_time(llm, prompts, max_tokens) for _ in range(repeats)]
     return min(seconds for seconds, _ in runs), runs[0][1]  # noise only ever adds time
 
 
@@ -92,10 +96,12 @@ def measure_k_sweep(
                 device=device,
                 speculative_config={"method": "draft_model", "model": draft, "num_speculative_tokens": k},
             )
-            _decode(spec_llm, prompts[:1], min(4, max_tokens))  # warm-up, excluded from the counters below
+            decode_one_at_a_time(
+                spec_llm, prompts[:1], min(4, max_tokens)
+            )  # warm-up, excluded from the counters below
             before = copy.deepcopy(spec_llm.get_spec_decoding_stats())
-            plain_s, plain_tokens = _timed(plain_llm, prompts, max_tokens, repeats)
-            runs = [_decode(spec_llm, prompts, max_tokens) for _ in range(repeats)]
+            plain_s, plain_tokens = timed_decode(plain_llm, prompts, max_tokens, repeats)
+            runs = [decode_one_at_a_time(spec_llm, prompts, max_tokens) for _ in range(repeats)]
             spec_s, spec_tokens = min(s for s, _ in runs), runs[0][1]
             stats = _delta(spec_llm.get_spec_decoding_stats(), before)
             rows.append(
@@ -129,7 +135,7 @@ def measure_decode_time_per_token(
     """
     _check([1], prompts, max_tokens, repeats)
     with torch_threads(num_threads):
-        seconds, tokens = _timed(LLM(model=model, device=device), prompts, max_tokens, repeats)
+        seconds, tokens = timed_decode(LLM(model=model, device=device), prompts, max_tokens, repeats)
     return seconds / sum(len(t) for t in tokens)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from minispec.sample.ops.penalties import make_padded_tensor
-from minispec.sampling_params import SamplingParams, SamplingType
+from minispec.sampling_params import _SAMPLING_EPS, SamplingParams, SamplingType
 
 
 @dataclass
@@ -117,6 +117,36 @@ class SamplingMetadata:
             repetition_penalties=rep,
             output_token_ids=output_token_ids,
             logit_bias=logit_bias,
+        )
+
+    def select_rows(self, rows: list[int]) -> "SamplingMetadata":
+        """The metadata of some of the batch's rows, renumbered 0..len(rows)-1 (generators re-keyed too).
+
+        Keeps what speculative drafting and verification read (temperature, top-k, top-p, generators);
+        penalties, min-p, logit bias and logprobs are not carried over.
+        """
+        if rows == list(range(len(rows))) and (
+            self.temperature is None or len(self.temperature) == len(rows)
+        ):
+            return self
+        index = torch.tensor(rows, dtype=torch.long)
+
+        def pick(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t[index.to(t.device)]
+
+        temperature = pick(self.temperature)
+        if temperature is None:
+            is_greedy = torch.ones(len(rows), dtype=torch.bool)
+        else:
+            is_greedy = temperature < _SAMPLING_EPS
+        all_greedy = bool(is_greedy.all())
+        return SamplingMetadata(
+            temperature=None if all_greedy else temperature,
+            all_greedy=all_greedy,
+            all_random=not bool(is_greedy.any()),
+            top_p=pick(self.top_p),
+            top_k=pick(self.top_k),
+            generators={j: self.generators[r] for j, r in enumerate(rows) if r in self.generators},
         )
 
 

@@ -93,12 +93,12 @@ class DraftModelProposer:
         drafts: list[list[int]] = [[] for _ in requests]
         if not states:
             return drafts
-        md = _select_rows(sampling_metadata, rows)
+        md = sampling_metadata.select_rows(rows)
         probs_per_row: list[list[torch.Tensor]] = [[] for _ in states]
         num_new = {s.request_id: s.num_tokens - s.num_computed_tokens for s in states}
         for step in range(max(budgets)):
             active = [j for j, b in enumerate(budgets) if b > step]
-            token_ids, probs = self._step([states[j] for j in active], num_new, _select_rows(md, active))
+            token_ids, probs = self._step([states[j] for j in active], num_new, md.select_rows(active))
             for j, token_id, p in zip(active, token_ids, probs):
                 states[j].all_token_ids.append(token_id)
                 drafts[rows[j]].append(token_id)
@@ -138,27 +138,3 @@ def sample_draft_tokens(
     sampled = random_sample(probs, md.generators)  # [B]
     token_ids = torch.where(is_greedy, greedy_ids, sampled).tolist()
     return token_ids, [None if g else p for g, p in zip(is_greedy.tolist(), probs)]
-
-
-def _select_rows(md: SamplingMetadata, rows: list[int]) -> SamplingMetadata:
-    """The metadata of a subset of the batch's rows (generators re-keyed to the new row numbers)."""
-    if rows == list(range(len(rows))) and (md.temperature is None or len(md.temperature) == len(rows)):
-        return md
-    index = torch.tensor(rows, dtype=torch.long)
-
-    def pick(t):
-        return None if t is None else t[index.to(t.device)]
-
-    temperature = pick(md.temperature)
-    is_greedy = (
-        torch.ones(len(rows), dtype=torch.bool) if temperature is None else temperature < _SAMPLING_EPS
-    )
-    all_greedy = bool(is_greedy.all())
-    return SamplingMetadata(
-        temperature=None if all_greedy else temperature,
-        all_greedy=all_greedy,
-        all_random=not bool(is_greedy.any()),
-        top_p=pick(md.top_p),
-        top_k=pick(md.top_k),
-        generators={j: md.generators[r] for j, r in enumerate(rows) if r in md.generators},
-    )

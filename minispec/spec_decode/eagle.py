@@ -37,12 +37,14 @@ from minispec.attention.paged_attention import AttentionMetadata
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.draft_model import _select_rows, sample_draft_tokens
+from minispec.spec_decode.draft_model import sample_draft_tokens
 from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting
 from minispec.spec_decode.tree import SpecTree
 
 
-def target_features(hidden_states: torch.Tensor, aux_hidden_states, aux_layers: tuple[int, ...]) -> torch.Tensor:
+def target_features(
+    hidden_states: torch.Tensor, aux_hidden_states, aux_layers: tuple[int, ...]
+) -> torch.Tensor:
     """What the draft reads from the target's forward: the last hidden state (EAGLE-1), or the inputs of
     the layers `aux_layers` side by side (EAGLE-3; `aux_hidden_states` lists each distinct layer once)."""
     if not aux_layers:
@@ -64,8 +66,16 @@ class EagleProposer(TreeDrafting):
     needs_target_features = True  # the model runner calls add_target_features for every scheduled request
     sibling_verification = True  # random rows verify tree siblings in turn (minispec/sample/tree_sampler.py)
 
-    def __init__(self, draft, kv_caches, kv_cache_manager: KVCacheManager, k: int, max_model_len: int,
-                 tree: SpecTree | None = None, dynamic_tree: DynamicTreeConfig | None = None):
+    def __init__(
+        self,
+        draft,
+        kv_caches,
+        kv_cache_manager: KVCacheManager,
+        k: int,
+        max_model_len: int,
+        tree: SpecTree | None = None,
+        dynamic_tree: DynamicTreeConfig | None = None,
+    ):
         if tree is not None and dynamic_tree is not None:
             raise ValueError("give speculative_token_tree or a dynamic tree config, not both")
         self.draft = draft
@@ -135,8 +145,13 @@ class EagleProposer(TreeDrafting):
 
     # ---- propose ------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def propose(self, requests: list[Request], new_token_ids: list[list[int]],
-                sampling_metadata: SamplingMetadata, **_) -> list[list[int]]:
+    def propose(
+        self,
+        requests: list[Request],
+        new_token_ids: list[list[int]],
+        sampling_metadata: SamplingMetadata,
+        **_,
+    ) -> list[list[int]]:
         drafts: list[list[int]] = [[] for _ in requests]
         rows, states, histories = [], [], []
         for i, (request, new_tokens) in enumerate(zip(requests, new_token_ids)):
@@ -155,7 +170,7 @@ class EagleProposer(TreeDrafting):
         if not rows:
             return drafts
         root_out, root_feed = self._first_pass(states, histories)  # [B, H] each
-        md = _select_rows(sampling_metadata, rows)
+        md = sampling_metadata.select_rows(rows)
         if self.is_tree:
             trees = self._draft_tree(states, histories, root_out, root_feed)
         else:
@@ -172,7 +187,9 @@ class EagleProposer(TreeDrafting):
         have = state.num_computed_tokens + sum(f.shape[0] for f in state.features)
         if have != len(history) - 1:
             return False
-        return len(history) + self.max_draft_depth < min(self.max_model_len, self.draft.config.max_position_embeddings)
+        return len(history) + self.max_draft_depth < min(
+            self.max_model_len, self.draft.config.max_position_embeddings
+        )
 
     def _first_pass(self, states, histories):
         """Feed every uncommitted entry (x_{p+1}, f_p) causally; returns the last entry's two states."""
@@ -180,7 +197,9 @@ class EagleProposer(TreeDrafting):
         for state, history in zip(states, histories):
             c = state.num_computed_tokens
             features = torch.cat(state.features)  # [n - 1 - c, H]
-            queries = [(history[p + 1], features[p - c], p, p, range(c, p + 1)) for p in range(c, len(history) - 1)]
+            queries = [
+                (history[p + 1], features[p - c], p, p, range(c, p + 1)) for p in range(c, len(history) - 1)
+            ]
             batch.append((c, queries))
         outs = self._run(states, batch)
         for state, history in zip(states, histories):
@@ -226,8 +245,13 @@ class EagleProposer(TreeDrafting):
             key_slots=key_slots.to(dev),
             attn_mask=mask[:, None].to(dev),
         )
-        out, feed = self.draft(torch.tensor(tokens, device=dev), torch.tensor(positions, device=dev),
-                               torch.stack(hidden), self.kv_caches, meta)
+        out, feed = self.draft(
+            torch.tensor(tokens, device=dev),
+            torch.tensor(positions, device=dev),
+            torch.stack(hidden),
+            self.kv_caches,
+            meta,
+        )
         result, start = [], 0
         for n in q_lens:
             result.append((out[start : start + n], feed[start : start + n]))

@@ -297,21 +297,19 @@ class ModelRunner(TreeVerificationMixin):
             record(request_id, nodes)
 
     def _draft_probs(self, reqs, num_draft_tokens, drafts) -> torch.Tensor | None:
-        """[num_draft_tokens, V] for the rejection sampler: sampled drafts' probabilities, one-hot elsewhere."""
+        """[num_draft_tokens, V] for the rejection sampler: sampled drafts' probabilities, one-hot elsewhere;
+        None when every draft is one-hot (greedy drafters, n-gram)."""
         stored = getattr(self.drafter, "draft_probs", {})
-        parts = [stored.get(r.request_id) for r, n in zip(reqs, num_draft_tokens) if n]
-        if all(p is None for p in parts):
+        with_drafts = [(r, n, d) for r, n, d in zip(reqs, num_draft_tokens, drafts) if n]
+        if all(r.request_id not in stored for r, _, _ in with_drafts):
             return None
         rows = []
-        for r, n, d in zip(reqs, num_draft_tokens, drafts):
-            if not n:
-                continue
+        for r, n, d in with_drafts:
             probs = stored.get(r.request_id)
             if probs is None:
                 probs = torch.nn.functional.one_hot(torch.tensor(d), self.vocab_size).float().to(self.device)
             rows.append(probs[:n])
         return torch.cat(rows)
-
 
 def _to_logprob_dicts(tensors: LogprobsTensors | None, reqs: list[Request]) -> list[list[dict] | None]:
     if tensors is None:

@@ -18,7 +18,6 @@ import torch
 from minispec.core.sched.output import SchedulerOutput
 from minispec.sample.metadata import SamplingMetadata
 from minispec.sample.tree_sampler import processed_probs, sample_tree_path
-from minispec.spec_decode.draft_model import _select_rows
 from minispec.spec_decode.tree import SpecTree, compact_kv_cache, walk_tree
 
 
@@ -71,17 +70,17 @@ class TreeVerificationMixin:
             node_logits = logits[offset : offset + len(d) + 1]  # [n + 1, V]
             offset += len(d) + 1
             tree = self._tree_for(r.request_id, len(d))
+            md = None if greedy[j] else sampling_metadata.select_rows([j])  # this request alone, as row 0
 
-            def draw(node, j=j, node_logits=node_logits):
-                if greedy[j]:
+            def draw(node, node_logits=node_logits, md=md):
+                if md is None:
                     return int(node_logits[node].argmax())
-                md = _select_rows(sampling_metadata, [j])
                 return int(self.sampler(node_logits[node : node + 1], md).sampled_token_ids[0, 0])
 
             if self.typical_acceptance_sampler is not None and d:
                 path, final = self._typical_tree_path(tree, d, node_logits, draw, sampling_metadata, j)
-            elif not greedy[j] and getattr(self.drafter, "sibling_verification", False):
-                md = _select_rows(sampling_metadata, [j])  # EAGLE: siblings verified in turn
+            elif md is not None and getattr(self.drafter, "sibling_verification", False):
+                # EAGLE: siblings verified in turn
                 probs = processed_probs(node_logits, md)  # [n + 1, V]
                 path, final = sample_tree_path(tree.parents, d, probs.__getitem__, md.generators.get(0))
             else:

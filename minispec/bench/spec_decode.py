@@ -18,7 +18,7 @@ from minispec.bench.model_forward import measure_forward_time
 from minispec.bench.roofline import torch_threads
 from minispec.bench.spec_sweep import timed_decode
 from minispec.spec_decode.metrics import SpecDecodingStats
-from minispec.spec_decode.theory import (
+from minispec.teach.theory import (
     expected_speedup,
     expected_speedup_with_verify_cost,
     expected_tokens_per_step,

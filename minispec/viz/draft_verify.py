@@ -1,6 +1,6 @@
 """Figures and HTML for chapter 2's walkthrough: one traced step, the rejection experiment, measured sweeps.
 
-vLLM has no counterpart file; the numbers come from `minispec.spec_decode.walkthrough` (one step taken apart,
+vLLM has no counterpart file; the numbers come from `minispec.teach.walkthrough` (one step taken apart,
 verified by the production `rejection_sample` of `vllm/v1/sample/rejection_sampler.py`'s counterpart) and
 `minispec.bench.spec_sweep` (the engine with a draft model, for k = 1, 2, ...). The idealised curves are
 `plot_expected_tokens` / `plot_speedup` of `minispec.viz.speculation`, here drawn against k with
@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from minispec.spec_decode.theory import expected_tokens_per_step
-from minispec.spec_decode.walkthrough import StepTrace, rejection_sample_distribution
+from minispec.teach.theory import expected_tokens_per_step
+from minispec.teach.walkthrough import StepTrace, rejection_sample_distribution
 from minispec.viz.speculation import plot_rejection_histogram, plot_speedup
 from minispec.viz.tokens import render_spec_step_html
 

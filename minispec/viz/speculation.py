@@ -1,8 +1,8 @@
 """Figures for chapter 2 (draft-then-verify, lossless rejection sampling, Leviathan's formulas).
 
 vLLM has no counterpart file. `plot_rejection_histogram` shows that the toy speculative sampler
-(`minispec.spec_decode.toy`) emits tokens distributed as the target p, whatever the draft q;
-`plot_expected_tokens` and `plot_speedup` draw the closed forms of `minispec.spec_decode.theory`.
+(`minispec.teach.toy`) emits tokens distributed as the target p, whatever the draft q;
+`plot_expected_tokens` and `plot_speedup` draw the closed forms of `minispec.teach.theory`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from minispec.spec_decode.theory import expected_speedup, expected_tokens_per_step
-from minispec.spec_decode.toy import acceptance_probability
+from minispec.teach.theory import expected_speedup, expected_tokens_per_step
+from minispec.teach.toy import acceptance_probability
 
 _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
 

@@ -10,8 +10,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from minispec.spec_decode.theory import expected_tokens_per_step  # noqa: E402
-from minispec.spec_decode.walkthrough import load_causal_lm, speculative_step  # noqa: E402
+from minispec.teach.theory import expected_tokens_per_step  # noqa: E402
+from minispec.teach.walkthrough import load_causal_lm, speculative_step  # noqa: E402
 from minispec.viz.draft_verify import (  # noqa: E402
     fit_alpha,
     mix_draft,

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from minispec.bench.accelerators import ACCELERATORS, Accelerator  # noqa: E402
 from minispec.bench.roofline import MatmulMeasurement  # noqa: E402
-from minispec.spec_decode.toy import speculative_sample  # noqa: E402
+from minispec.teach.toy import speculative_sample  # noqa: E402
 from minispec.viz.roofline import (  # noqa: E402
     accelerator_table_markdown,
     plot_decode_prediction,

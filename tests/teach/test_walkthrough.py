@@ -1,4 +1,4 @@
-"""Tests for minispec/spec_decode/walkthrough.py on small random models: the greedy step emits the target's
+"""Tests for minispec/teach/walkthrough.py on small random models: the greedy step emits the target's
 own greedy continuation, a draft equal to the target is always fully accepted, every trace is consistent with
 the production rejection sampler's output (checked inside speculative_step), and the batch experiment
 reproduces p with acceptance sum(min(p, q)) (fixed seeds, stated thresholds)."""
@@ -6,7 +6,7 @@ reproduces p with acceptance sum(min(p, q)) (fixed seeds, stated thresholds)."""
 import pytest
 import torch
 
-from minispec.spec_decode.walkthrough import (
+from minispec.teach.walkthrough import (
     load_causal_lm,
     rejection_sample_distribution,
     speculative_step,

@@ -1,9 +1,9 @@
-"""Tests for minispec/spec_decode/theory.py (Leviathan et al.'s formulas)."""
+"""Tests for minispec/teach/theory.py (Leviathan et al.'s formulas)."""
 
 import numpy as np
 import pytest
 
-from minispec.spec_decode.theory import (
+from minispec.teach.theory import (
     expected_speedup,
     expected_speedup_with_verify_cost,
     expected_tokens_per_step,

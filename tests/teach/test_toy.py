@@ -1,4 +1,4 @@
-"""Tests for minispec/spec_decode/toy.py: the teaching speculative sampler emits tokens distributed as p.
+"""Tests for minispec/teach/toy.py: the teaching speculative sampler emits tokens distributed as p.
 
 Statistical checks use fixed seeds (deterministic, never flaky) and stated thresholds: Pearson's
 chi-square against the 99.9% quantile of the chi-square distribution (scipy is not installed, so the
@@ -8,7 +8,7 @@ quantiles are written out), and acceptance rates within 5 binomial standard devi
 import numpy as np
 import pytest
 
-from minispec.spec_decode.toy import (
+from minispec.teach.toy import (
     acceptance_probability,
     residual_distribution,
     speculative_sample,

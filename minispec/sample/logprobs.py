@@ -29,6 +29,13 @@ class LogprobsTensors:
     def tolists(self) -> tuple[list[list[int]], list[list[float]], list[int]]:
         return self.logprob_token_ids.tolist(), self.logprobs.tolist(), self.selected_token_ranks.tolist()
 
+    def select(self, rows: torch.Tensor) -> "LogprobsTensors":
+        """The rows `rows` [n] int64 (e.g. one request's emitted tokens under speculation)."""
+        rows = rows.to(self.logprobs.device)
+        return LogprobsTensors(
+            self.logprob_token_ids[rows], self.logprobs[rows], self.selected_token_ranks[rows]
+        )
+
 
 def compute_logprobs(logits: torch.Tensor) -> torch.Tensor:
     """log_softmax over the vocabulary, in float32."""

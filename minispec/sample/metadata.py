@@ -119,35 +119,75 @@ class SamplingMetadata:
             logit_bias=logit_bias,
         )
 
-    def select_rows(self, rows: list[int]) -> "SamplingMetadata":
-        """The metadata of some of the batch's rows, renumbered 0..len(rows)-1 (generators re-keyed too).
+    def select_rows(
+        self, rows: list[int], output_token_ids: list[list[int]] | None = None
+    ) -> "SamplingMetadata":
+        """The metadata of batch rows `rows` (in that order, repeats allowed), renumbered 0..len(rows)-1.
 
-        Keeps what speculative drafting and verification read (temperature, top-k, top-p, generators);
-        penalties, min-p, logit bias and logprobs are not carried over.
+        Every field is carried over: temperature, top-k, top-p, min-p, penalties with their prompt tokens,
+        output tokens, logit bias, drafts and logprobs. `output_token_ids` replaces the selected rows' output
+        histories (the rejection sampler passes each draft position its history: output + earlier drafts).
+        Generators are re-keyed; a request selected twice shares its generator between the two rows.
         """
-        if rows == list(range(len(rows))) and (
-            self.temperature is None or len(self.temperature) == len(rows)
-        ):
-            return self
+        if not isinstance(rows, (list, tuple)) or not all(isinstance(r, int) for r in rows):
+            raise TypeError(f"rows must be a list of ints, got {rows!r}")
+        num_rows = self.num_rows
+        if num_rows is not None and any(not 0 <= r < num_rows for r in rows):
+            raise ValueError(f"rows={list(rows)} must index the batch's {num_rows} rows")
+        if output_token_ids is not None and len(output_token_ids) != len(rows):
+            raise ValueError(
+                f"output_token_ids has {len(output_token_ids)} rows for {len(rows)} selected rows"
+            )
         index = torch.tensor(rows, dtype=torch.long)
 
         def pick(t: torch.Tensor | None) -> torch.Tensor | None:
             return None if t is None else t[index.to(t.device)]
 
         temperature = pick(self.temperature)
-        if temperature is None:
-            is_greedy = torch.ones(len(rows), dtype=torch.bool)
-        else:
-            is_greedy = temperature < _SAMPLING_EPS
+        is_greedy = (
+            torch.ones(len(rows), dtype=torch.bool) if temperature is None else temperature < _SAMPLING_EPS
+        )
         all_greedy = bool(is_greedy.all())
+        freq, pres, rep = pick(self.frequency_penalties), pick(self.presence_penalties), pick(
+            self.repetition_penalties
+        )
+        no_penalties = self.no_penalties or not bool(((freq != 0) | (pres != 0) | (rep != 1)).any())
+        logit_bias = None
+        if self.logit_bias is not None and any(self.logit_bias[r] for r in rows):
+            logit_bias = [self.logit_bias[r] for r in rows]
+        if output_token_ids is None:
+            output_token_ids = [self.output_token_ids[r] for r in rows] if self.output_token_ids else []
         return SamplingMetadata(
             temperature=None if all_greedy else temperature,
             all_greedy=all_greedy,
-            all_random=not bool(is_greedy.any()),
-            top_p=pick(self.top_p),
-            top_k=pick(self.top_k),
+            all_random=len(rows) > 0 and not bool(is_greedy.any()),
+            top_p=None if all_greedy else pick(self.top_p),
+            top_k=None if all_greedy else pick(self.top_k),
+            min_p=None if all_greedy else pick(self.min_p),
             generators={j: self.generators[r] for j, r in enumerate(rows) if r in self.generators},
+            max_num_logprobs=self.max_num_logprobs,
+            no_penalties=no_penalties,
+            prompt_token_ids=None if no_penalties else pick(self.prompt_token_ids),
+            frequency_penalties=None if no_penalties else freq,
+            presence_penalties=None if no_penalties else pres,
+            repetition_penalties=None if no_penalties else rep,
+            output_token_ids=list(output_token_ids),
+            logit_bias=logit_bias,
+            spec_token_ids=None if self.spec_token_ids is None else [self.spec_token_ids[r] for r in rows],
         )
+
+    @property
+    def num_rows(self) -> int | None:
+        """The batch size, read off a per-row field (None when an all-greedy batch records none)."""
+        if self.temperature is not None:
+            return int(self.temperature.shape[0])
+        if self.frequency_penalties is not None:
+            return int(self.frequency_penalties.shape[0])
+        if self.output_token_ids:
+            return len(self.output_token_ids)
+        if self.logit_bias is not None:
+            return len(self.logit_bias)
+        return None
 
 
 def make_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:

@@ -14,22 +14,36 @@ Per request with d drafts the output row [max_spec_len + 1] holds, then -1 paddi
   When nothing is rejected the bonus token follows. Leviathan et al. (2023) show the emitted token at each
   position is then distributed exactly as p_target.
 
+Every draft position is judged by the distribution plain sampling would draw from there: the target logits
+go through the sampler's whole pipeline first (`apply_logits_processors`: logit bias and penalties, whose
+output history at draft position j is the request's output plus drafts 0..j-1; then
+`apply_sampling_constraints`: temperature, min-p, top-k, top-p). The bonus token is drawn by the Sampler with
+`predict_bonus_token=True` (its history counts every draft). So greedy verification reproduces greedy
+decoding under any parameter, and sampled verification keeps the target's processed distribution. vLLM
+v0.32.0 refuses min-p and logit bias under speculation; minispec applies them exactly.
+
+Logprobs (raw_logprobs mode, vLLM's default, the mode plain sampling uses): for every emitted token, the
+log-softmax of the target's logits at its position, with the top-N and the token's rank.
+
 The random numbers are drawn first (`generate_uniform_probs`, `generate_recovery_exponentials`) and then
 handed to pure functions (`*_ref` here, the kernels' launchers there) that must agree bit for bit. minispec
-simplifies vLLM: no logprobs, penalties or bad words inside the rejection sampler, no synthetic mode, and the
-caller passes the bonus token ids (vLLM samples them inside `forward`).
+leaves out vLLM's synthetic acceptance mode, bad words and allowed-token masks (minispec has neither).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 
 import torch
 import torch.nn as nn
 
+from minispec.sample.logprobs import LogprobsTensors, compute_logprobs, gather_logprobs
 from minispec.sample.metadata import SamplingMetadata
+from minispec.sample.ops.builtin import apply_min_p
 from minispec.sample.ops.topk_topp_sampler import apply_top_k_top_p
+from minispec.sample.sampler import Sampler, SamplerOutput
 from minispec.spec_decode.metadata import SpecDecodeMetadata
 
 PLACEHOLDER_TOKEN_ID = -1
@@ -43,32 +57,43 @@ _BACKENDS = ("auto", "torch", "triton")
 class RejectionSampler(nn.Module):
     """Verifies drafts against the target model's logits; see the module docstring for the rules."""
 
-    def __init__(self, backend: Backend = "auto"):
+    def __init__(self, sampler: Sampler | None = None, backend: Backend = "auto"):
         super().__init__()
         _check_backend(backend)
+        self.sampler = sampler if sampler is not None else Sampler()  # draws the bonus tokens
         self.backend = backend
 
     def forward(
         self,
         metadata: SpecDecodeMetadata,
         draft_probs: torch.Tensor | None,  # [num_draft_tokens, V] or None (one-hot drafts)
-        target_logits: torch.Tensor,  # [num_draft_tokens, V], or all rows at logits_indices
-        bonus_token_ids: torch.Tensor,  # [B, 1]
-        sampling_metadata: SamplingMetadata,
-    ) -> torch.Tensor:
-        """Returns [B, max_spec_len + 1] int32 token ids padded with PLACEHOLDER_TOKEN_ID."""
+        logits: torch.Tensor,  # [num_draft_tokens + B, V] the target's logits at metadata.logits_indices
+        sampling_metadata: SamplingMetadata,  # spec_token_ids: each request's drafts (for the penalties)
+    ) -> SamplerOutput:
+        """sampled_token_ids [B, max_spec_len + 1] int32 padded with PLACEHOLDER_TOKEN_ID, and logprobs
+        [B * (max_spec_len + 1), N + 1] when requested (rows of rejected positions are dropped by
+        parse_output)."""
         if metadata.max_spec_len > MAX_SPEC_LEN:
             raise ValueError(f"max_spec_len must be <= {MAX_SPEC_LEN}, got {metadata.max_spec_len}")
-        num_draft = metadata.draft_token_ids.shape[0]
-        if target_logits.shape[0] == metadata.logits_indices.shape[0] != num_draft:
-            # The caller passed logits for drafts and bonus positions alike: keep the draft rows.
-            target_logits = target_logits[metadata.target_logits_indices]
-        # float32 copy: the constraints below must not edit the caller's tensor.
-        target_logits = target_logits.to(torch.float32, copy=True)  # [num_draft_tokens, V]
+        num_rows = metadata.logits_indices.shape[0]
+        if logits.ndim != 2 or logits.shape[0] != num_rows:
+            raise ValueError(
+                f"logits must have shape [num_draft_tokens + batch_size = {num_rows}, vocab_size] (the rows "
+                f"at metadata.logits_indices), got {tuple(logits.shape)}"
+            )
+        md = sampling_metadata
+        if md.spec_token_ids is None:
+            md = replace(md, spec_token_ids=metadata.split_draft_token_ids())
+        bonus_token_ids = self.sampler(
+            logits[metadata.bonus_logits_indices], replace(md, max_num_logprobs=None), predict_bonus_token=True
+        ).sampled_token_ids  # [B, 1]
+        # float32 copy: the processors below must not edit the caller's tensor.
+        target_logits = logits[metadata.target_logits_indices].to(torch.float32, copy=True)
+        target_logits = self.apply_logits_processors(target_logits, md, metadata)
         target_logits = apply_sampling_constraints(
-            target_logits, metadata.cu_num_draft_tokens, sampling_metadata, backend=self.backend
-        )
-        return rejection_sample(
+            target_logits, metadata.cu_num_draft_tokens, md, backend=self.backend
+        )  # [num_draft_tokens, V]
+        output_token_ids = rejection_sample(
             metadata.draft_token_ids,
             metadata.num_draft_tokens,
             metadata.max_spec_len,
@@ -76,15 +101,82 @@ class RejectionSampler(nn.Module):
             draft_probs,
             target_logits,
             bonus_token_ids,
-            sampling_metadata,
+            md,
             backend=self.backend,
         )
+        logprobs_tensors = None
+        if md.max_num_logprobs is not None:
+            logprobs_tensors = self._get_logprobs_tensors(md.max_num_logprobs, metadata, logits, output_token_ids)
+        return SamplerOutput(sampled_token_ids=output_token_ids, logprobs_tensors=logprobs_tensors)
 
     @staticmethod
-    def parse_output(output_token_ids: torch.Tensor, vocab_size: int) -> list[list[int]]:
-        """Per-request token lists without placeholders (and without ids >= vocab_size)."""
+    def apply_logits_processors(
+        logits: torch.Tensor,  # [num_draft_tokens, V] float32
+        sampling_metadata: SamplingMetadata,
+        metadata: SpecDecodeMetadata,
+    ) -> torch.Tensor:
+        """Logit bias and penalties at every draft position, each with its own output history (the
+        request's output, then its drafts before that position). Returns a new tensor."""
+        md = sampling_metadata
+        if md.logit_bias is None and md.no_penalties:
+            return logits
+        repeat_indices = [i for i, n in enumerate(metadata.num_draft_tokens) for _ in range(n)]  # [T]
+        histories = _combine_outputs_with_spec_tokens(md.output_token_ids, md.spec_token_ids, metadata)
+        per_token = md.select_rows(repeat_indices, output_token_ids=histories)
+        return Sampler.apply_logits_processors(logits, per_token)
+
+    @staticmethod
+    def _get_logprobs_tensors(
+        max_num_logprobs: int,
+        metadata: SpecDecodeMetadata,
+        logits: torch.Tensor,  # [num_draft_tokens + B, V]
+        output_token_ids: torch.Tensor,  # [B, max_spec_len + 1]
+    ) -> LogprobsTensors:
+        """Raw logprobs of every output slot: slot j of request i reads logits row (first row of i) + j."""
+        batch_size, width = output_token_ids.shape
+        num_sampled = torch.tensor(metadata.num_draft_tokens, device=logits.device) + 1  # [B]
+        first_row = torch.cumsum(num_sampled, 0) - num_sampled  # [B]
+        rows = (first_row[:, None] + torch.arange(width, device=logits.device)[None, :]).flatten()  # [B * W]
+        rows = rows.clamp(max=logits.shape[0] - 1)
+        tokens = output_token_ids.flatten().to(torch.long)
+        tokens = tokens.masked_fill(tokens == PLACEHOLDER_TOKEN_ID, 0)  # placeholders: filtered later
+        return gather_logprobs(compute_logprobs(logits[rows]), max_num_logprobs, tokens)
+
+    @staticmethod
+    def parse_output(
+        output_token_ids: torch.Tensor,
+        vocab_size: int,
+        logprobs_tensors: LogprobsTensors | None = None,
+    ) -> tuple[list[list[int]], list[LogprobsTensors] | None]:
+        """Per-request token lists without placeholders (and ids >= vocab_size), and with logprobs each
+        request's LogprobsTensors rows of those tokens (None without logprobs)."""
+        valid = (output_token_ids != PLACEHOLDER_TOKEN_ID) & (output_token_ids < vocab_size)  # [B, W]
         rows = output_token_ids.cpu().tolist()
-        return [[t for t in row if t != PLACEHOLDER_TOKEN_ID and t < vocab_size] for row in rows]
+        valid_rows = valid.cpu().tolist()
+        tokens = [[t for t, ok in zip(row, ok_row) if ok] for row, ok_row in zip(rows, valid_rows)]
+        if logprobs_tensors is None:
+            return tokens, None
+        width = output_token_ids.shape[1]
+        per_request = []
+        for i, ok_row in enumerate(valid_rows):
+            index = torch.tensor([i * width + j for j, ok in enumerate(ok_row) if ok], dtype=torch.long)
+            per_request.append(logprobs_tensors.select(index))
+        return tokens, per_request
+
+
+def _combine_outputs_with_spec_tokens(
+    output_token_ids: Sequence[Sequence[int]],
+    spec_token_ids: Sequence[Sequence[int]] | None,
+    metadata: SpecDecodeMetadata,
+) -> list[list[int]]:
+    """One history per draft position: request i's output, then its drafts before that position."""
+    if spec_token_ids is None:
+        spec_token_ids = metadata.split_draft_token_ids()
+    histories = []
+    for i, n in enumerate(metadata.num_draft_tokens):
+        out, spec = list(output_token_ids[i]) if output_token_ids else [], list(spec_token_ids[i])
+        histories.extend(out + spec[:j] for j in range(n))
+    return histories
 
 
 def rejection_sample(
@@ -170,26 +262,26 @@ def apply_sampling_constraints(
     sampling_metadata: SamplingMetadata,
     backend: Backend = "auto",
 ) -> torch.Tensor:
-    """Temperature, top-k and top-p of each request, applied to every one of its draft positions."""
+    """Temperature, min-p, top-k and top-p of each request, applied to every one of its draft positions,
+    in the plain sampler's order (greedy rows divide by 1 and keep their neutral filters, so their argmax is
+    unchanged)."""
     if sampling_metadata.all_greedy:
         return logits
     num_tokens = logits.shape[0]
     temperature = sampling_metadata.temperature
     if temperature is None:
         raise ValueError("sampling_metadata.temperature must be set unless all_greedy is True, got None")
+
+    def expand(x: torch.Tensor) -> torch.Tensor:
+        return expand_batch_to_tokens(x, cu_num_draft_tokens, num_tokens, backend=backend)  # [T]
+
     # Greedy rows divide by 1 instead of ~0; their argmax is unchanged.
     temperature = torch.where(temperature < _SAMPLING_EPS, torch.ones_like(temperature), temperature)
-    temperature = expand_batch_to_tokens(temperature, cu_num_draft_tokens, num_tokens, backend=backend)
-    logits = logits / temperature.unsqueeze(-1)  # [num_draft_tokens, V]
-    top_k = top_p = None
-    if sampling_metadata.top_k is not None:
-        top_k = expand_batch_to_tokens(
-            sampling_metadata.top_k, cu_num_draft_tokens, num_tokens, backend=backend
-        )
-    if sampling_metadata.top_p is not None:
-        top_p = expand_batch_to_tokens(
-            sampling_metadata.top_p, cu_num_draft_tokens, num_tokens, backend=backend
-        )
+    logits = logits / expand(temperature).unsqueeze(-1)  # [num_draft_tokens, V]
+    if sampling_metadata.min_p is not None:
+        logits = apply_min_p(logits, expand(sampling_metadata.min_p))
+    top_k = None if sampling_metadata.top_k is None else expand(sampling_metadata.top_k)
+    top_p = None if sampling_metadata.top_p is None else expand(sampling_metadata.top_p)
     return apply_top_k_top_p(logits, top_k, top_p)
 
 

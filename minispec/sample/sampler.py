@@ -96,6 +96,28 @@ class Sampler(nn.Module):
             temp = torch.where(temp < _SAMPLING_EPS, torch.ones_like(temp), temp)  # greedy rows: / 1.0
         return logits / temp.to(logits.dtype).unsqueeze(1)
 
+    @classmethod
+    def apply_sampling_filters(cls, logits: torch.Tensor, md: SamplingMetadata) -> torch.Tensor:
+        """Steps 6-8: temperature, min-p, top-k / top-p; the softmax of the result is what random rows
+        draw from. Greedy rows divide by 1 and hold neutral filters, so their argmax is unchanged."""
+        if md.all_greedy:
+            return logits
+        if md.temperature is None:
+            raise ValueError("SamplingMetadata.temperature must be a [B] tensor unless all_greedy is True.")
+        logits = cls.apply_temperature(logits, md.temperature, md.all_random)
+        if md.min_p is not None:
+            logits = apply_min_p(logits, md.min_p)
+        return apply_top_k_top_p(logits, md.top_k, md.top_p)
+
+    @classmethod
+    def process_logits(
+        cls, logits: torch.Tensor, md: SamplingMetadata, predict_bonus_token: bool = False
+    ) -> torch.Tensor:
+        """Steps 2-8 on a float32 copy: the logits whose argmax (greedy rows) or softmax (random rows) the
+        sampler uses. Tree verification judges every node with them."""
+        logits = logits.to(torch.float32, copy=True)
+        return cls.apply_sampling_filters(cls.apply_logits_processors(logits, md, predict_bonus_token), md)
+
     def sample(self, logits: torch.Tensor, md: SamplingMetadata) -> torch.Tensor:
         """Steps 5-9. Returns [B] int64."""
         if md.all_greedy and md.all_random:
@@ -103,13 +125,7 @@ class Sampler(nn.Module):
         greedy_sampled = None if md.all_random else self.greedy_sample(logits)
         if md.all_greedy:
             return greedy_sampled
-        if md.temperature is None:
-            raise ValueError("SamplingMetadata.temperature must be a [B] tensor unless all_greedy is True.")
-
-        logits = self.apply_temperature(logits, md.temperature, md.all_random)
-        if md.min_p is not None:
-            logits = apply_min_p(logits, md.min_p)
-        logits = apply_top_k_top_p(logits, md.top_k, md.top_p)
+        logits = self.apply_sampling_filters(logits, md)
         probs = logits.softmax(dim=-1, dtype=torch.float32)  # [B, V]
         random_sampled = random_sample(probs, md.generators)  # [B]
 

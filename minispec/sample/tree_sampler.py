@@ -64,38 +64,3 @@ def sample_tree_path(
             return path, token
         node = kids[index]
         path.append(node)
-
-
-def processed_probs(logits: torch.Tensor, md) -> torch.Tensor:
-    """The distribution the Sampler would draw from for each row of `logits` [N, V], all rows taken as one
-    request whose SamplingMetadata `md` has a single row (steps 3-9 of the V1 sampler, without the draw)."""
-    from minispec.sample.ops.builtin import apply_min_p
-    from minispec.sample.ops.topk_topp_sampler import apply_top_k_top_p
-    from minispec.sample.sampler import Sampler
-
-    n = logits.shape[0]
-    logits = Sampler.apply_logits_processors(logits.to(torch.float32, copy=True), _repeat_row(md, n))
-    logits = logits / md.temperature[0].to(logits.dtype)
-    if md.min_p is not None:
-        logits = apply_min_p(logits, md.min_p[:1].expand(n))
-    top_k = None if md.top_k is None else md.top_k[:1].expand(n)
-    top_p = None if md.top_p is None else md.top_p[:1].expand(n)
-    return apply_top_k_top_p(logits, top_k, top_p).softmax(dim=-1)  # [N, V]
-
-
-def _repeat_row(md, n: int):
-    """`md` (one row) repeated for n rows, for the processors that index rows (bias, penalties)."""
-    from dataclasses import replace
-
-    def rep(t):
-        return None if t is None else t[:1].expand(n, *t.shape[1:])
-
-    return replace(
-        md,
-        logit_bias=None if md.logit_bias is None else md.logit_bias[:1] * n,
-        prompt_token_ids=rep(md.prompt_token_ids),
-        frequency_penalties=rep(md.frequency_penalties),
-        presence_penalties=rep(md.presence_penalties),
-        repetition_penalties=rep(md.repetition_penalties),
-        output_token_ids=(md.output_token_ids[:1] * n) if md.output_token_ids else md.output_token_ids,
-    )

@@ -17,12 +17,18 @@ one-hot, so the rule accepts exactly the drafts equal to the argmax: greedy veri
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch import nn
 
 from minispec.sample.metadata import SamplingMetadata
-from minispec.sample.ops.topk_topp_sampler import apply_top_k_top_p
-from minispec.sample.rejection_sampler import PLACEHOLDER_TOKEN_ID, apply_sampling_constraints
+from minispec.sample.rejection_sampler import (
+    PLACEHOLDER_TOKEN_ID,
+    RejectionSampler,
+    apply_sampling_constraints,
+)
+from minispec.sample.sampler import Sampler, SamplerOutput
 from minispec.sampling_params import _SAMPLING_EPS
 from minispec.spec_decode.metadata import SpecDecodeMetadata
 from minispec.spec_decode.tree import SpecTree, deepest_accepted_node
@@ -58,47 +64,54 @@ def target_probs_for_acceptance(
 
 
 class TypicalAcceptanceSampler(nn.Module):
-    """Same inputs and output layout as RejectionSampler (no draft probabilities: the rule ignores them)."""
+    """Same inputs and output as RejectionSampler (no draft probabilities: the rule ignores them)."""
 
     def __init__(
         self,
         posterior_threshold: float = DEFAULT_POSTERIOR_THRESHOLD,
         posterior_alpha: float = DEFAULT_POSTERIOR_ALPHA,
+        sampler: Sampler | None = None,
     ):
         super().__init__()
         self.posterior_threshold = posterior_threshold
         self.posterior_alpha = posterior_alpha
+        self.sampler = sampler if sampler is not None else Sampler()
 
     def forward(
         self,
         metadata: SpecDecodeMetadata,
-        target_logits: torch.Tensor,  # [num_draft_tokens, V]
-        bonus_token_ids: torch.Tensor,  # [B, 1]
+        logits: torch.Tensor,  # [num_draft_tokens + B, V] at metadata.logits_indices
         sampling_metadata: SamplingMetadata,
-    ) -> torch.Tensor:
-        """[B, max_spec_len + 1] token ids padded with PLACEHOLDER_TOKEN_ID, as RejectionSampler returns."""
+    ) -> SamplerOutput:
+        """[B, max_spec_len + 1] token ids padded with PLACEHOLDER_TOKEN_ID (and logprobs), as
+        RejectionSampler returns. Drafts are judged by the processed target distribution (logit bias and
+        penalties with each position's history, then temperature, min-p, top-k, top-p)."""
+        md = sampling_metadata
+        if md.spec_token_ids is None:
+            md = replace(md, spec_token_ids=metadata.split_draft_token_ids())
+        bonus_token_ids = self.sampler(
+            logits[metadata.bonus_logits_indices], replace(md, max_num_logprobs=None), predict_bonus_token=True
+        ).sampled_token_ids  # [B, 1]
+        target = logits[metadata.target_logits_indices].to(torch.float32, copy=True)
+        target = RejectionSampler.apply_logits_processors(target, md, metadata)  # [num_draft_tokens, V]
         num_draft = metadata.num_draft_tokens
-        device = target_logits.device
+        device = target.device
         req_index = torch.repeat_interleave(
             torch.arange(len(num_draft), device=device), torch.tensor(num_draft, device=device)
         )  # [num_draft_tokens]
-        if sampling_metadata.all_greedy:
+        if md.all_greedy:
             is_greedy = torch.ones(len(req_index), dtype=torch.bool, device=device)
             processed = None
         else:
-            is_greedy = (sampling_metadata.temperature < _SAMPLING_EPS)[req_index]
-            processed = apply_sampling_constraints(
-                target_logits.float().clone(), metadata.cu_num_draft_tokens, sampling_metadata
-            )
-        probs = target_probs_for_acceptance(target_logits, is_greedy, processed)  # [num_draft_tokens, V]
+            is_greedy = (md.temperature < _SAMPLING_EPS)[req_index]
+            processed = apply_sampling_constraints(target.clone(), metadata.cu_num_draft_tokens, md)
+        probs = target_probs_for_acceptance(target, is_greedy, processed)  # [num_draft_tokens, V]
         accepted = typical_acceptance_mask(
             probs, metadata.draft_token_ids, self.posterior_threshold, self.posterior_alpha
         ).tolist()
-        recovered = target_logits.argmax(dim=-1).tolist()  # [num_draft_tokens]
+        recovered = target.argmax(dim=-1).tolist()  # [num_draft_tokens]
         drafts = metadata.draft_token_ids.tolist()
-        out = torch.full(
-            (len(num_draft), metadata.max_spec_len + 1), PLACEHOLDER_TOKEN_ID, dtype=torch.int32
-        )
+        out = torch.full((len(num_draft), metadata.max_spec_len + 1), PLACEHOLDER_TOKEN_ID, dtype=torch.int32)
         start = 0
         for b, n in enumerate(num_draft):
             row = []
@@ -111,28 +124,26 @@ class TypicalAcceptanceSampler(nn.Module):
                 row.append(int(bonus_token_ids[b, 0]))
             out[b, : len(row)] = torch.tensor(row, dtype=torch.int32)
             start += n
-        return out.to(device)
+        out = out.to(device)
+        logprobs_tensors = None
+        if md.max_num_logprobs is not None:
+            logprobs_tensors = RejectionSampler._get_logprobs_tensors(md.max_num_logprobs, metadata, logits, out)
+        return SamplerOutput(sampled_token_ids=out, logprobs_tensors=logprobs_tensors)
 
     def accept_tree(
         self,
         tree: SpecTree,
         node_tokens: list[int],  # [n] tokens of nodes 1..n
-        node_logits: torch.Tensor,  # [n + 1, V] target logits at the root and every node
-        temperature: float,
-        top_k: int | None = None,
-        top_p: float | None = None,
+        node_logits: torch.Tensor,  # [n + 1, V] processed target logits at the root and every node
+        greedy: bool,
     ) -> int:
         """Judge every node against its parent's distribution; return the deepest node whose whole path
-        passed (Medusa keeps the longest accepted candidate path), 0 when none did."""
+        passed (Medusa keeps the longest accepted candidate path), 0 when none did. `node_logits` come from
+        `Sampler.process_logits`, so a greedy request's argmax already counts bias and penalties."""
         n = len(node_tokens)
         parent_logits = node_logits[torch.tensor(tree.parents[1 : n + 1], device=node_logits.device)]  # [n, V]
-        is_greedy = torch.full((n,), temperature < _SAMPLING_EPS, device=node_logits.device)
-        processed = None
-        if temperature >= _SAMPLING_EPS:  # temperature, top-k and top-p as the sampler applies them
-            k = None if top_k is None else torch.full((n,), top_k, device=node_logits.device)
-            p = None if top_p is None else torch.full((n,), top_p, device=node_logits.device)
-            processed = apply_top_k_top_p(parent_logits.float() / temperature, k, p)
-        probs = target_probs_for_acceptance(parent_logits, is_greedy, processed)  # [n, V]
+        is_greedy = torch.full((n,), greedy, device=node_logits.device)
+        probs = target_probs_for_acceptance(parent_logits, is_greedy, None if greedy else parent_logits)
         tokens = torch.tensor(node_tokens, device=probs.device)
         accepted = typical_acceptance_mask(probs, tokens, self.posterior_threshold, self.posterior_alpha)
         return deepest_accepted_node(tree, accepted.tolist())

@@ -47,6 +47,12 @@ class SpecDecodeMetadata:
     def batch_size(self) -> int:
         return len(self.num_draft_tokens)
 
+    def split_draft_token_ids(self) -> list[list[int]]:
+        """Each request's drafts, from the flat draft_token_ids (what SamplingMetadata.spec_token_ids holds)."""
+        flat = self.draft_token_ids.tolist()
+        starts = np.cumsum([0, *self.num_draft_tokens])
+        return [flat[a:b] for a, b in zip(starts[:-1], starts[1:])]
+
     @classmethod
     def make_dummy(
         cls, draft_token_ids: Sequence[Sequence[int]], device: torch.device | str = "cpu"

@@ -20,7 +20,7 @@ and depth-based RoPE positions; that code lives in `tree_verification.py`, which
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -204,7 +204,7 @@ class ModelRunner(TreeVerificationMixin):
         # flat rows whose hidden states stay valid (the context, root and accepted drafts) per sampling row
         valid_rows: dict[int, np.ndarray] = {}
         if any(num_draft_tokens) and self._uses_trees:
-            token_ids, last_index, paths = self._verify_tree(
+            token_ids, last_index, paths, spec_logprobs = self._verify_tree(
                 so, batch, out.hidden_states, reqs, block_table, sampling_metadata
             )
             for j, i in enumerate(rows):
@@ -213,7 +213,9 @@ class ModelRunner(TreeVerificationMixin):
                     [np.arange(batch.query_start_loc[i], root + 1), root + np.array(paths[j], dtype=np.int64)]
                 )
         elif any(num_draft_tokens):
-            token_ids = self._verify(so, batch, out.hidden_states, reqs, num_draft_tokens, sampling_metadata)
+            token_ids, spec_logprobs = self._verify(
+                so, batch, out.hidden_states, reqs, num_draft_tokens, sampling_metadata
+            )
             # the last accepted draft's position (the one that produced the bonus or recovered token)
             last_index = last_index - np.array(num_draft_tokens) + [len(t) - 1 for t in token_ids]
             for j, i in enumerate(rows):
@@ -224,8 +226,13 @@ class ModelRunner(TreeVerificationMixin):
             logits = self.model.compute_logits(out.hidden_states[logits_indices])  # [B_s, vocab]
             sampler_output = self.sampler(logits, sampling_metadata)
             token_ids = [[t] for t in sampler_output.sampled_token_ids[:, 0].tolist()]
-            for j, entry in enumerate(_to_logprob_dicts(sampler_output.logprobs_tensors, reqs)):
-                logprobs[rows[j]] = entry
+            spec_logprobs = None
+            if sampler_output.logprobs_tensors is not None:
+                tensors = sampler_output.logprobs_tensors
+                spec_logprobs = [tensors.select(torch.tensor([j])) for j in range(len(reqs))]
+        if spec_logprobs is not None:
+            for j, entries in enumerate(_to_logprob_dicts(spec_logprobs, reqs)):
+                logprobs[rows[j]] = entries
         for j, i in enumerate(rows):
             sampled[i] = token_ids[j]
         self._hand_target_features(so, batch, out, valid_rows)
@@ -241,8 +248,9 @@ class ModelRunner(TreeVerificationMixin):
                     spec_token_ids[rows[j]] = drafts
         return ModelRunnerOutput(sampled, spec_token_ids, logprobs)
 
-    def _verify(self, so, batch, hidden_states, reqs, num_draft_tokens, sampling_metadata) -> list[list[int]]:
-        """One rejection-sampling pass over every request's drafts (chapter 2's step, batched)."""
+    def _verify(self, so, batch, hidden_states, reqs, num_draft_tokens, sampling_metadata):
+        """One rejection-sampling pass over every request's drafts (chapter 2's step, batched). Returns the
+        emitted tokens per request and, when asked for, their logprobs (one LogprobsTensors per request)."""
         drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
         metadata = calc_spec_decode_metadata(
             num_draft_tokens,
@@ -253,26 +261,20 @@ class ModelRunner(TreeVerificationMixin):
         logits = self.model.compute_logits(
             hidden_states[metadata.logits_indices]
         )  # [num_draft_tokens + B, V]
-        bonus_token_ids = self.sampler(
-            logits[metadata.bonus_logits_indices], sampling_metadata
-        ).sampled_token_ids
+        md = replace(sampling_metadata, spec_token_ids=drafts)
         if self.typical_acceptance_sampler is not None:
-            output_token_ids = self.typical_acceptance_sampler(
-                metadata, logits[metadata.target_logits_indices], bonus_token_ids, sampling_metadata
-            )
+            output = self.typical_acceptance_sampler(metadata, logits, md)
         else:
-            output_token_ids = self.rejection_sampler(
-                metadata,
-                self._draft_probs(reqs, num_draft_tokens, drafts),
-                logits[metadata.target_logits_indices],  # [num_draft_tokens, V]
-                bonus_token_ids,  # [B, 1]
-                sampling_metadata,
+            output = self.rejection_sampler(
+                metadata, self._draft_probs(reqs, num_draft_tokens, drafts), logits, md
             )
-        token_ids = RejectionSampler.parse_output(output_token_ids, self.vocab_size)
+        token_ids, logprobs = RejectionSampler.parse_output(
+            output.sampled_token_ids, self.vocab_size, output.logprobs_tensors
+        )
         for n, accepted in zip(num_draft_tokens, token_ids):
             if n:
                 self.spec_decoding_stats.observe_draft(n, len(accepted) - 1)
-        return token_ids
+        return token_ids, logprobs
 
     # ---- what EAGLE reads from the target --------------------------------------------------------------
     def _hand_target_features(self, so: SchedulerOutput, batch: InputBatch, out, valid_rows: dict) -> None:
@@ -311,18 +313,22 @@ class ModelRunner(TreeVerificationMixin):
             rows.append(probs[:n])
         return torch.cat(rows)
 
-def _to_logprob_dicts(tensors: LogprobsTensors | None, reqs: list[Request]) -> list[list[dict] | None]:
-    if tensors is None:
-        return [None] * len(reqs)
-    ids, values, ranks = tensors.tolists()
-    result: list[list[dict] | None] = []
-    for j, r in enumerate(reqs):
+def _to_logprob_dicts(
+    per_request: list[LogprobsTensors | None], reqs: list[Request]
+) -> list[list[dict[int, Logprob]] | None]:
+    """Per request, one dict per emitted token: the token's Logprob (with its rank) and the top-N ones."""
+    result: list[list[dict[int, Logprob]] | None] = []
+    for tensors, r in zip(per_request, reqs):
         n = r.sampling_params.logprobs
-        if n is None:
+        if n is None or tensors is None:
             result.append(None)
             continue
-        entry = {ids[j][0]: Logprob(values[j][0], ranks[j])}
-        for rank, (tok, lp) in enumerate(zip(ids[j][1 : n + 1], values[j][1 : n + 1]), start=1):
-            entry.setdefault(tok, Logprob(lp, rank))
-        result.append([entry])
+        ids, values, ranks = tensors.tolists()
+        entries = []
+        for row_ids, row_values, rank in zip(ids, values, ranks):
+            entry = {row_ids[0]: Logprob(row_values[0], rank)}
+            for top_rank, (tok, lp) in enumerate(zip(row_ids[1 : n + 1], row_values[1 : n + 1]), start=1):
+                entry.setdefault(tok, Logprob(lp, top_rank))
+            entries.append(entry)
+        result.append(entries)
     return result

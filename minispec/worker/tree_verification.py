@@ -16,8 +16,12 @@ import numpy as np
 import torch
 
 from minispec.core.sched.output import SchedulerOutput
+from minispec.sample.logprobs import compute_logprobs, gather_logprobs
 from minispec.sample.metadata import SamplingMetadata
-from minispec.sample.tree_sampler import processed_probs, sample_tree_path
+from minispec.sample.ops.topk_topp_sampler import random_sample
+from minispec.sample.sampler import Sampler
+from minispec.sample.tree_sampler import sample_tree_path
+from minispec.sampling_params import _SAMPLING_EPS
 from minispec.spec_decode.tree import SpecTree, compact_kv_cache, walk_tree
 
 
@@ -52,41 +56,43 @@ class TreeVerificationMixin:
 
     def _verify_tree(self, so, batch, hidden_states, reqs, block_table, sampling_metadata):
         """Accept the longest path of each request's tree, compact its KV, return the tokens, the flat
-        index of the last accepted node (whose hidden state the next proposal reads) and the accepted nodes."""
+        index of the last accepted node (whose hidden state the next proposal reads), the accepted nodes
+        and, when asked for, the logprobs of the emitted tokens."""
         rows = batch.sampling_rows
         ends = batch.query_start_loc[1:][rows]  # [B_s] one past each request's last new token
         drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
         starts = ends - 1 - np.array([len(d) for d in drafts])  # [B_s] the root's flat index
         index = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)])
-        logits = self.model.compute_logits(hidden_states[torch.from_numpy(index).to(self.device)]).float()
-        greedy = (
-            [True] * len(reqs)
-            if sampling_metadata.all_greedy
-            else (sampling_metadata.temperature < 1e-5).tolist()
-        )
-        token_ids, last_index, paths, src, dst = [], [], [], [], []
+        logits = self.model.compute_logits(hidden_states[torch.from_numpy(index).to(self.device)])  # [N, V]
+        trees = [self._tree_for(r.request_id, len(d)) for r, d in zip(reqs, drafts)]
+        # every node judged by the distribution plain sampling would use after its root path
+        node_logits_all = Sampler.process_logits(logits, _node_metadata(sampling_metadata, trees, drafts))
+        greedy = _greedy_rows(sampling_metadata, len(reqs))
+        token_ids, last_index, paths, logprobs, src, dst = [], [], [], [], [], []
         offset = 0
-        for j, (r, d) in enumerate(zip(reqs, drafts)):
-            node_logits = logits[offset : offset + len(d) + 1]  # [n + 1, V]
-            offset += len(d) + 1
-            tree = self._tree_for(r.request_id, len(d))
-            md = None if greedy[j] else sampling_metadata.select_rows([j])  # this request alone, as row 0
-
-            def draw(node, node_logits=node_logits, md=md):
-                if md is None:
-                    return int(node_logits[node].argmax())
-                return int(self.sampler(node_logits[node : node + 1], md).sampled_token_ids[0, 0])
-
+        for j, (r, d, tree) in enumerate(zip(reqs, drafts, trees)):
+            node_logits = node_logits_all[offset : offset + len(d) + 1]  # [n + 1, V]
+            generator = sampling_metadata.generators.get(j)
             if self.typical_acceptance_sampler is not None and d:
-                path, final = self._typical_tree_path(tree, d, node_logits, draw, sampling_metadata, j)
-            elif md is not None and getattr(self.drafter, "sibling_verification", False):
-                # EAGLE: siblings verified in turn
-                probs = processed_probs(node_logits, md)  # [n + 1, V]
-                path, final = sample_tree_path(tree.parents, d, probs.__getitem__, md.generators.get(0))
+                path, final = self._typical_tree_path(tree, d, node_logits, greedy[j], generator)
+            elif greedy[j]:
+                path, final = walk_tree(tree, d, lambda node, nl=node_logits: int(nl[node].argmax()))
+            elif getattr(self.drafter, "sibling_verification", False):  # EAGLE: siblings verified in turn
+                probs = node_logits.softmax(dim=-1)  # [n + 1, V]
+                path, final = sample_tree_path(tree.parents, d, probs.__getitem__, generator)
             else:
-                path, final = walk_tree(tree, d, draw)
-            token_ids.append([d[node - 1] for node in path] + [final])
+                path, final = walk_tree(tree, d, _sampling_draw(node_logits, generator))
+            tokens = [d[node - 1] for node in path] + [final]
+            token_ids.append(tokens)
             paths.append(path)
+            if sampling_metadata.max_num_logprobs is not None:
+                # the token emitted at depth i came from the logits at the path's node i - 1 (the root first)
+                rows_used = torch.tensor([offset + node for node in [0, *path]], device=logits.device)
+                logprobs.append(gather_logprobs(
+                    compute_logprobs(logits[rows_used]), sampling_metadata.max_num_logprobs,
+                    torch.tensor(tokens, device=logits.device),
+                ))
+            offset += len(d) + 1
             self._record_accepted(r.request_id, path)
             last_index.append(starts[j] + (path[-1] if path else 0))
             if d:
@@ -98,17 +104,46 @@ class TreeVerificationMixin:
                     src.append(self._slot(table, context + node))
                     dst.append(self._slot(table, context + depth))
         compact_kv_cache(self.kv_caches, src, dst)
-        return token_ids, np.array(last_index), paths
+        return token_ids, np.array(last_index), paths, (logprobs or None)
 
-    def _typical_tree_path(self, tree, d, node_logits, draw, md: SamplingMetadata, j: int):
+    def _typical_tree_path(self, tree, d, node_logits, greedy: bool, generator):
         """Typical acceptance on a tree: the deepest node whose whole path passes wins; then the target
         argmax, or the bonus token (a draw) when that node is a leaf."""
-        temperature = 0.0 if md.all_greedy else float(md.temperature[j])
-        top_k = None if md.top_k is None else int(md.top_k[j])
-        top_p = None if md.top_p is None else float(md.top_p[j])
-        best = self.typical_acceptance_sampler.accept_tree(tree, d, node_logits, temperature, top_k, top_p)
-        final = draw(best) if not tree.children(best) else int(node_logits[best].argmax())
+        best = self.typical_acceptance_sampler.accept_tree(tree, d, node_logits, greedy)
+        if tree.children(best) or greedy:
+            final = int(node_logits[best].argmax())
+        else:
+            final = _sampling_draw(node_logits, generator)(best)
         return tree.ancestors(best)[1:], final
 
     def _slot(self, blocks: list[int], position: int) -> int:
         return blocks[position // self.block_size] * self.block_size + position % self.block_size
+
+
+def _greedy_rows(md: SamplingMetadata, num_rows: int) -> list[bool]:
+    if md.all_greedy:
+        return [True] * num_rows
+    return (md.temperature < _SAMPLING_EPS).tolist()
+
+
+def _node_metadata(md: SamplingMetadata, trees: list[SpecTree], drafts: list[list[int]]) -> SamplingMetadata:
+    """One row per tree node (root included), request by request; with penalties, a node's output history
+    is the request's output followed by the tokens on its root path (root excluded)."""
+    rows = [j for j, d in enumerate(drafts) for _ in range(len(d) + 1)]
+    histories = None
+    if not md.no_penalties:
+        histories = []
+        for j, (tree, d) in enumerate(zip(trees, drafts)):
+            out = list(md.output_token_ids[j])
+            histories.extend(out + [d[u - 1] for u in tree.ancestors(node)[1:]] for node in range(len(d) + 1))
+    return md.select_rows(rows, output_token_ids=histories)
+
+
+def _sampling_draw(node_logits: torch.Tensor, generator: torch.Generator | None):
+    """draw(node): one token from the softmax of a node's processed logits, from the request's generator."""
+
+    def draw(node: int) -> int:
+        probs = node_logits[node : node + 1].softmax(dim=-1)  # [1, V]
+        return int(random_sample(probs, {0: generator} if generator is not None else {})[0])
+
+    return draw

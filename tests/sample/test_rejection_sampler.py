@@ -41,52 +41,68 @@ def one_hot_logits(token_ids: list[int], vocab_size: int) -> torch.Tensor:
     return logits
 
 
+def with_bonus_rows(md: SpecDecodeMetadata, target_logits: torch.Tensor, bonus: torch.Tensor) -> torch.Tensor:
+    """Logits at md.logits_indices: the drafts' rows, and bonus rows so peaked that any sampler draws `bonus`."""
+    full = torch.zeros(md.logits_indices.shape[0], target_logits.shape[1])  # [num_draft_tokens + B, V]
+    full[md.target_logits_indices] = target_logits.float()
+    bonus_rows = torch.full((md.batch_size, target_logits.shape[1]), -1e4)
+    bonus_rows[torch.arange(md.batch_size), bonus.reshape(-1)] = 1e4
+    full[md.bonus_logits_indices] = bonus_rows
+    return full
+
+
+def run(sampler: RejectionSampler, md, draft_probs, target_logits, bonus, sm) -> torch.Tensor:
+    """The sampler's token grid, given the drafts' target logits and the bonus tokens it should draw."""
+    return sampler(md, draft_probs, with_bonus_rows(md, target_logits, bonus), sm).sampled_token_ids
+
+
 # ------------------------------------------------------------------------------------------- worked examples
 
 
 def test_greedy_all_accepted_gets_bonus():
     md = SpecDecodeMetadata.make_dummy([[1, 2, 3]])
-    out = RejectionSampler()(md, None, one_hot_logits([1, 2, 3], 10), torch.tensor([[4]]), greedy_metadata())
+    out = run(RejectionSampler(), md, None, one_hot_logits([1, 2, 3], 10), torch.tensor([[4]]), greedy_metadata())
     assert out.dtype == torch.int32
     assert out.tolist() == [[1, 2, 3, 4]]
 
 
 def test_greedy_first_mismatch_writes_target_token():
     md = SpecDecodeMetadata.make_dummy([[1, 2, 3]])
-    out = RejectionSampler()(md, None, one_hot_logits([1, 5, 3], 10), torch.tensor([[4]]), greedy_metadata())
+    out = run(RejectionSampler(), md, None, one_hot_logits([1, 5, 3], 10), torch.tensor([[4]]), greedy_metadata())
     assert out.tolist() == [[1, 5, -1, -1]]
-    assert RejectionSampler.parse_output(out, 10) == [[1, 5]]
+    assert RejectionSampler.parse_output(out, 10) == ([[1, 5]], None)
 
 
 def test_greedy_batch_with_empty_and_short_rows():
     md = SpecDecodeMetadata.make_dummy([[1, 2], [], [7, 8, 9], [3]])
     targets = [1, 2, 7, 0, 9, 4]
     bonus = torch.tensor([[11], [12], [13], [14]])
-    out = RejectionSampler()(md, None, one_hot_logits(targets, 20), bonus, greedy_metadata())
+    out = run(RejectionSampler(), md, None, one_hot_logits(targets, 20), bonus, greedy_metadata())
     assert out.tolist() == [[1, 2, 11, -1], [12, -1, -1, -1], [7, 0, -1, -1], [4, -1, -1, -1]]
 
 
-def test_forward_accepts_logits_at_all_logits_indices():
+def test_forward_takes_logits_at_all_logits_indices():
     md = SpecDecodeMetadata.make_dummy([[1, 2], [3]])
     # rows: drafts of request 0, bonus of request 0, draft of request 1, bonus of request 1
-    all_logits = one_hot_logits([1, 6, 0, 3, 0], 10)
-    out = RejectionSampler()(md, None, all_logits, torch.tensor([[8], [9]]), greedy_metadata())
-    assert out.tolist() == [[1, 6, -1], [3, 9, -1]]
+    all_logits = one_hot_logits([1, 6, 0, 3, 9], 10)
+    out = RejectionSampler()(md, None, all_logits, greedy_metadata())
+    assert out.sampled_token_ids.tolist() == [[1, 6, -1], [3, 9, -1]]
+    assert out.logprobs_tensors is None
 
 
 def test_parse_output_strips_placeholders_and_out_of_vocab():
     out = torch.tensor([[1, 2, -1], [5, 12, 3], [-1, -1, -1]], dtype=torch.int32)
-    assert RejectionSampler.parse_output(out, vocab_size=10) == [[1, 2], [5, 3], []]
+    assert RejectionSampler.parse_output(out, vocab_size=10) == ([[1, 2], [5, 3], []], None)
 
 
 def test_random_row_with_certain_target_accepts_matching_drafts():
     # Target puts all mass on the drafted tokens: every draft is accepted, then the bonus.
     md = SpecDecodeMetadata.make_dummy([[1, 2, 3]])
     logits = one_hot_logits([1, 2, 3], 10) * 100
-    out = RejectionSampler()(md, None, logits, torch.tensor([[4]]), random_metadata(1))
+    out = run(RejectionSampler(), md, None, logits, torch.tensor([[4]]), random_metadata(1))
     assert out.tolist() == [[1, 2, 3, 4]]
     # ... and with the target's mass elsewhere the first draft is rejected and replaced by the target token.
-    out = RejectionSampler()(
+    out = run(RejectionSampler(),
         md, None, one_hot_logits([5, 2, 3], 10) * 100, torch.tensor([[4]]), random_metadata(1)
     )
     assert out.tolist() == [[5, -1, -1, -1]]
@@ -95,20 +111,14 @@ def test_random_row_with_certain_target_accepts_matching_drafts():
 def test_input_validation():
     md = SpecDecodeMetadata.make_dummy([[1, 2]])
     sampler = RejectionSampler()
-    with pytest.raises(ValueError, match="bonus_token_ids"):
-        sampler(md, None, torch.zeros(2, 5), torch.tensor([[1], [2]]), greedy_metadata())
+    with pytest.raises(ValueError, match="logits must have shape"):
+        sampler(md, None, torch.zeros(2, 5), greedy_metadata())
     with pytest.raises(ValueError, match="draft_probs"):
-        sampler(md, torch.zeros(2, 4), torch.zeros(2, 5), torch.tensor([[1]]), greedy_metadata())
+        run(sampler, md, torch.zeros(2, 4), torch.zeros(2, 5), torch.tensor([[1]]), greedy_metadata())
     with pytest.raises(ValueError, match="backend"):
         RejectionSampler(backend="cuda")
     with pytest.raises(ValueError, match="temperature"):
-        sampler(
-            md,
-            None,
-            torch.zeros(2, 5),
-            torch.tensor([[1]]),
-            SamplingMetadata(temperature=None, all_greedy=False, all_random=True),
-        )
+        sampler(md, None, torch.zeros(3, 5), SamplingMetadata(temperature=None, all_greedy=False, all_random=True))
 
 
 def test_torch_path_does_not_import_the_kernels():
@@ -119,7 +129,7 @@ def test_torch_path_does_not_import_the_kernels():
         "from minispec.sample.metadata import SamplingMetadata\n"
         "md = SpecDecodeMetadata.make_dummy([[1]])\n"
         "sm = SamplingMetadata(temperature=torch.ones(1), all_greedy=False, all_random=True)\n"
-        "RejectionSampler()(md, None, torch.zeros(1, 4), torch.tensor([[2]]), sm)\n"
+        "RejectionSampler()(md, None, torch.zeros(2, 4), sm)\n"
         "assert 'minispec.kernels.rejection_sampler' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -153,12 +163,12 @@ def test_seeded_request_is_independent_of_the_batch():
 
     def run_alone(seed):
         sm = random_metadata(1, generators={0: torch.Generator().manual_seed(seed)})
-        return RejectionSampler()(md_alone, draft_probs[6:9], logits[6:9], bonus[2:3], sm)[0]
+        return run(RejectionSampler(), md_alone, draft_probs[6:9], logits[6:9], bonus[2:3], sm)[0]
 
     def run_in_batch(seed, global_seed):
         torch.manual_seed(global_seed)
         sm = random_metadata(4, generators={2: torch.Generator().manual_seed(seed)})
-        return RejectionSampler()(SpecDecodeMetadata.make_dummy(drafts), draft_probs, logits, bonus, sm)[2]
+        return run(RejectionSampler(), SpecDecodeMetadata.make_dummy(drafts), draft_probs, logits, bonus, sm)[2]
 
     outputs = {tuple(run_alone(s).tolist()) for s in range(20)}
     assert len(outputs) > 1  # the seed matters ...
@@ -184,8 +194,8 @@ def test_mixed_greedy_and_random_batch():
         top_k=torch.tensor([3, 12, 12, 5, 12, 12]),
     )
     torch.manual_seed(0)
-    out = RejectionSampler()(md, draft_probs, logits, bonus, mixed)
-    greedy_only = RejectionSampler()(md, draft_probs, logits, bonus, greedy_metadata())
+    out = run(RejectionSampler(), md, draft_probs, logits, bonus, mixed)
+    greedy_only = run(RejectionSampler(), md, draft_probs, logits, bonus, greedy_metadata())
     assert out[greedy_rows].tolist() == greedy_only[greedy_rows].tolist()
     for row in greedy_rows:
         assert out[row, 0].item() == drafts[row][0]
@@ -254,7 +264,7 @@ def _run_statistical_case(with_draft_probs: bool, temperature: float, top_k: int
         top_k=None if top_k is None else torch.full((num_requests,), top_k, dtype=torch.long),
     )
     torch.manual_seed(seed)
-    out = RejectionSampler(backend="torch")(
+    out = run(RejectionSampler(backend="torch"),
         md, draft_probs, target_logits_k.repeat(num_requests, 1), bonus, sm
     )
     return out, expected_k, drafts, draft_probs_k

@@ -278,3 +278,18 @@ def test_metadata_builds_in_one_line():
     md = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)
     out = Sampler()(torch.tensor([[0.0, 2.0, 1.0]]), md)
     assert out.sampled_token_ids.tolist() == [[1]]
+
+
+def test_process_logits_is_what_the_sampler_draws_from():
+    logits = torch.randn(3, 10, generator=torch.Generator().manual_seed(3))
+    md = SamplingMetadata(temperature=torch.full((3,), 0.7), all_greedy=False, all_random=True,
+                          top_k=torch.full((3,), 3), top_p=torch.ones(3), min_p=torch.full((3,), 0.05))
+    processed = Sampler.process_logits(logits, md)
+    scaled = logits / 0.7
+    probs = scaled.softmax(-1)
+    scaled = scaled.masked_fill(probs < 0.05 * probs.amax(-1, keepdim=True), float("-inf"))
+    kth = scaled.topk(3).values[:, -1:]
+    expected = scaled.masked_fill(scaled < kth, float("-inf"))
+    assert torch.equal(processed.isinf(), expected.isinf())
+    assert torch.allclose(processed.softmax(-1), expected.softmax(-1), atol=1e-6)
+    assert torch.equal(logits, torch.randn(3, 10, generator=torch.Generator().manual_seed(3)))  # untouched

@@ -60,17 +60,3 @@ def test_tree_path_follows_the_joint_distribution():
         counts[3 * first_token + second] += 1
     expected = [float(root[a] * cond[a][b]) for a in range(3) for b in range(3)]
     assert chi_square_test(counts, expected)[2] > 1e-3
-
-
-def test_processed_probs_follow_temperature_and_top_k():
-    from minispec.sample.metadata import SamplingMetadata
-    from minispec.sample.tree_sampler import processed_probs
-
-    logits = torch.randn(3, 10, generator=torch.Generator().manual_seed(3))
-    md = SamplingMetadata(temperature=torch.tensor([0.7]), all_greedy=False, all_random=True,
-                          top_k=torch.tensor([3]), top_p=torch.tensor([1.0]))
-    probs = processed_probs(logits, md)
-    scaled = logits / 0.7
-    kth = scaled.topk(3).values[:, -1:]
-    expected = scaled.masked_fill(scaled < kth, float("-inf")).softmax(-1)
-    assert torch.allclose(probs, expected, atol=1e-6)

@@ -42,20 +42,26 @@ def test_zero_threshold_and_alpha_accept_everything():
 
 def test_sampler_rows_recover_with_argmax_and_take_bonus():
     # request 0: 3 drafts, the second is rejected; request 1: 2 drafts, both accepted -> bonus
-    logits = torch.full((5, 6), -10.0)
-    logits[0, 2] = logits[1, 4] = logits[2, 1] = logits[3, 3] = logits[4, 5] = 10.0  # argmaxes 2 4 1 3 5
+    draft_logits = torch.full((5, 6), -10.0)
+    draft_logits[0, 2] = draft_logits[1, 4] = draft_logits[2, 1] = draft_logits[3, 3] = draft_logits[4, 5] = 10.0
     metadata = SpecDecodeMetadata.make_dummy([[2, 0, 1], [3, 5]])
-    bonus = torch.tensor([[9], [8]])
+    logits = torch.full((7, 6), -1e4)  # rows: 3 drafts, bonus, 2 drafts, bonus
+    logits[metadata.target_logits_indices] = draft_logits
+    logits[3, 0] = logits[6, 4] = 1e4  # bonus tokens 0 and 4, certain at any temperature
+
+    def run(sampler, md):
+        return sampler(metadata, logits, md).sampled_token_ids.tolist()
+
     greedy = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)
-    out = TypicalAcceptanceSampler()(metadata, logits, bonus, greedy)
-    assert out.tolist() == [[2, 4, -1, -1], [3, 5, 8, -1]]
+    out = run(TypicalAcceptanceSampler(), greedy)
+    assert out == [[2, 4, -1, -1], [3, 5, 4, -1]]
     # at temperature 1 the same confident logits give the same answer
     hot = SamplingMetadata(temperature=torch.ones(2), all_greedy=False, all_random=True)
-    assert TypicalAcceptanceSampler()(metadata, logits, bonus, hot).tolist() == out.tolist()
+    assert run(TypicalAcceptanceSampler(), hot) == out
     # greedy rows accept only the argmax even when alpha = threshold = 0
     lenient = TypicalAcceptanceSampler(0.0, 0.0)
-    assert lenient(metadata, logits, bonus, greedy).tolist() == out.tolist()
-    assert lenient(metadata, logits, bonus, hot).tolist() == [[2, 0, 1, 9], [3, 5, 8, -1]]
+    assert run(lenient, greedy) == out
+    assert run(lenient, hot) == [[2, 0, 1, 0], [3, 5, 4, -1]]
 
 
 def test_accept_tree_keeps_the_deepest_passing_path():
@@ -68,7 +74,7 @@ def test_accept_tree_keeps_the_deepest_passing_path():
     logits[2, 1] = 8.0
     sampler = TypicalAcceptanceSampler()
     # node 1 = 5 passes, node 2 = 6 fails, node 3 = 7 passes under node 1, node 4 under the failed node 2
-    assert sampler.accept_tree(tree, [5, 6, 7, 1], logits, temperature=1.0) == 3
-    assert sampler.accept_tree(tree, [5, 6, 2, 1], logits, temperature=1.0) == 1
-    assert sampler.accept_tree(tree, [4, 6, 7, 1], logits, temperature=0.0) == 0
-    assert TypicalAcceptanceSampler(0.0, 0.0).accept_tree(tree, [4, 6, 2, 3], logits, temperature=1.0) == 3
+    assert sampler.accept_tree(tree, [5, 6, 7, 1], logits, greedy=False) == 3
+    assert sampler.accept_tree(tree, [5, 6, 2, 1], logits, greedy=False) == 1
+    assert sampler.accept_tree(tree, [4, 6, 7, 1], logits, greedy=True) == 0
+    assert TypicalAcceptanceSampler(0.0, 0.0).accept_tree(tree, [4, 6, 2, 3], logits, greedy=False) == 3

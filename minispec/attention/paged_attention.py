@@ -29,6 +29,7 @@ class AttentionMetadata:
     key_slots: torch.Tensor  # [B, S] int64: cache slots of every key a request attends to (padded with 0)
     attn_mask: torch.Tensor  # [B, 1, Q, S] bool: True where a query may attend to a key
     is_uniform_decode: bool = False  # every request has exactly one new token: no gathers needed
+    slot_positions: torch.Tensor | None = None  # [T] each new token's position in its request (causal batches)
 
 
 def build_attention_mask(
@@ -57,6 +58,45 @@ def build_attention_mask(
     mask[padded_rows] = False
     mask[..., 0] |= padded_rows
     return mask[:, None]  # [B, 1, Q, S]
+
+
+def slots_of(block_table: torch.Tensor, positions: torch.Tensor, block_size: int) -> torch.Tensor:
+    """Cache slots of token positions: `block_table` [B, max_blocks], `positions` [B, ...] -> same shape."""
+    rows = torch.arange(block_table.shape[0], device=block_table.device).view(-1, *[1] * (positions.dim() - 1))
+    return block_table[rows, positions // block_size] * block_size + positions % block_size
+
+
+def causal_metadata(
+    block_table: torch.Tensor,  # [B, max_blocks] int64
+    context_lens: torch.Tensor,  # [B] tokens already cached
+    query_lens: torch.Tensor,  # [B] new tokens, >= 1
+    block_size: int,
+) -> AttentionMetadata:
+    """Metadata of a varlen batch where request b appends query_lens[b] tokens after context_lens[b] cached
+    ones, causally (prefill chunks, decode steps, a drafter's first pass), built with tensor ops only."""
+    device = block_table.device
+    num_reqs = query_lens.shape[0]
+    seq_lens = context_lens + query_lens  # [B]
+    num_tokens = int(query_lens.sum())
+    max_q, max_s = int(query_lens.max()), int(seq_lens.max())
+    starts = torch.cumsum(query_lens, 0) - query_lens  # [B]
+    req = torch.repeat_interleave(torch.arange(num_reqs, device=device), query_lens)  # [T]
+    offset = torch.arange(num_tokens, device=device) - starts[req]  # [T] index among the request's new tokens
+    positions = context_lens[req] + offset  # [T]
+    key_pos = torch.arange(max_s, device=device).expand(num_reqs, max_s)  # [B, S]
+    key_slots = slots_of(block_table, key_pos, block_size).masked_fill(key_pos >= seq_lens[:, None], 0)
+    q = torch.arange(max_q, device=device)
+    query_index = torch.where(q[None, :] < query_lens[:, None], starts[:, None] + q[None, :], num_tokens)
+    return AttentionMetadata(
+        num_tokens=num_tokens,
+        slot_mapping=slots_of(block_table[req], positions[:, None], block_size)[:, 0],
+        query_index=query_index,
+        output_index=req * max_q + offset,
+        key_slots=key_slots,
+        attn_mask=build_attention_mask(context_lens, query_lens, max_q, max_s),
+        is_uniform_decode=max_q == 1,
+        slot_positions=positions,
+    )
 
 
 class PagedAttention(torch.nn.Module):

@@ -1,27 +1,25 @@
 """EagleProposer: EAGLE-1 / EAGLE-3 drafting from the target's hidden states, as a chain, a static tree or an
 EAGLE-2 dynamic tree.
 
-Chapter 4. vLLM counterpart: `vllm/v1/spec_decode/eagle.py` (`EagleProposer`); dynamic trees follow
-`topK_genrate` in SafeAILab/EAGLE `eagle/model/cnets.py`.
+Chapter 4. vLLM v0.32.0 counterparts: `vllm/v1/spec_decode/eagle.py` (`EagleProposer`) and the shared
+`vllm/v1/spec_decode/llm_base_proposer.py` (`propose`, `propose_tree`); dynamic trees follow `topK_genrate` in
+SafeAILab/EAGLE `eagle/model/cnets.py`.
 
 Let x_0 .. x_{n-1} be a request's accepted tokens (x_{n-1} was just sampled) and f_p the target's feature at
 position p (known for p <= n - 2). Draft entry p reads (x_{p+1}, f_p), sits at RoPE position p and predicts
 x_{p+2}. Each propose call:
 
-1. first pass: the entries the draft has not seen with target features, p = c .. n - 2, in one forward over
-   the draft's own paged KV cache (the tokens shifted left by one, as in vLLM); they become committed (c = n-1).
-   Entries drafted last step on the draft's own states are simply overwritten: that is the rollback.
-2. drafting: a node at depth d reads (its token, its parent's output state) at position n - 2 + d; it attends
-   to the committed entries and to its ancestors (the tree mask), never to its siblings.
-   - chain (`num_speculative_tokens` = k): k - 1 more single-token steps; random requests sample from the
-     draft's processed distribution and keep the probabilities for the rejection sampler;
-   - static tree (`speculative_token_tree`): node with rank path p takes its parent's top-(p[-1] + 1) token;
-   - dynamic tree (EAGLE-2, `DynamicTreeConfig`): expand the `top_k` best nodes by cumulative draft
-     log-probability at each of `depth` steps, then keep the best `total_tokens - 1` nodes of all that were
-     generated; listed in creation order, parents come before children.
+1. first pass: the entries the draft has not seen with target features, p = c .. n - 2, in one causal forward
+   over the draft's own paged KV cache (the tokens shifted left by one, as in vLLM); they become committed
+   (c = n - 1). Entries drafted last step on the draft's own states are simply overwritten: that is the
+   rollback.
+2. drafting, one batched forward per depth for every request at once: a node at depth d reads (its token,
+   its parent's output state) at position c - 1 + d and writes the next free draft slot; it attends to the
+   committed entries and to its ancestors (a tree mask built with tensor ops), never to its siblings.
+   - chain (`num_speculative_tokens` = k): one node per depth; random requests sample from the draft's
+     processed distribution and keep the probabilities for the rejection sampler (vLLM drafts greedily);
+   - static tree (`speculative_token_tree`) and EAGLE-2 dynamic tree: `minispec/spec_decode/eagle_tree.py`.
 3. the tree of the call is kept (`last_trees[request_id]`, a `DraftTree`) for verification and notebooks.
-
-Tree drafting lives in `minispec/spec_decode/eagle_tree.py`.
 
 The target's features reach the proposer through `add_target_features` (the model runner calls it for every
 scheduled request, with the rows that stay valid after verification); EAGLE-3 fuses them with fc at once.
@@ -33,7 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from minispec.attention.paged_attention import AttentionMetadata
+from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, slots_of
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.sample.metadata import SamplingMetadata
@@ -60,6 +58,17 @@ class EagleState:
     request_id: str
     num_computed_tokens: int = 0  # committed draft entries c (entries 0..c-1 hold target features)
     features: list[torch.Tensor] = field(default_factory=list)  # fused target features of entries c, c+1, ..
+
+
+@dataclass
+class DraftBatch:
+    """The requests drafting this step, as tensors: what every per-depth forward needs."""
+
+    states: list[EagleState]
+    block_table: torch.Tensor  # [B, max_blocks] int64, the draft cache's blocks
+    committed: torch.Tensor  # [B] committed entries after the first pass (= n - 1)
+    root_out: torch.Tensor  # [B, H] the first pass's last output (for logits)
+    root_feed: torch.Tensor  # [B, H] the same entry's state to feed back
 
 
 class EagleProposer(TreeDrafting):
@@ -91,6 +100,8 @@ class EagleProposer(TreeDrafting):
         self.last_trees: dict[str, DraftTree] = {}
         self.tree_log: list[tuple[str, DraftTree]] | None = None  # set to [] to keep every step's trees
         self.device = kv_caches[0][0].device
+        if tree is not None:
+            self._init_static_tree(tree)
 
     @property
     def is_tree(self) -> bool:
@@ -108,7 +119,7 @@ class EagleProposer(TreeDrafting):
         if self.dynamic_tree is not None:
             return self.dynamic_tree.depth * self.dynamic_tree.top_k
         if self.tree is not None:
-            return sum(1 for i in range(1, len(self.tree.parents)) if self.tree.children(i))
+            return sum(len(nodes) for nodes in self._static_run_nodes)
         return self.k - 1
 
     # ---- bookkeeping --------------------------------------------------------------------------------
@@ -118,8 +129,7 @@ class EagleProposer(TreeDrafting):
         if features.shape[0] == 0:
             return
         state = self.states.setdefault(request_id, EagleState(request_id))
-        fused = self.draft.combine_hidden_states(features.to(self._dtype))  # [m, H]
-        state.features.append(fused)
+        state.features.append(self.draft.combine_hidden_states(features.to(self._dtype)))  # [m, H]
 
     def remove_requests(self, request_ids) -> None:
         for request_id in request_ids:
@@ -169,12 +179,11 @@ class EagleProposer(TreeDrafting):
             histories.append(history)
         if not rows:
             return drafts
-        root_out, root_feed = self._first_pass(states, histories)  # [B, H] each
-        md = sampling_metadata.select_rows(rows)
+        batch = self._first_pass(states, histories)
         if self.is_tree:
-            trees = self._draft_tree(states, histories, root_out, root_feed)
+            trees = self._draft_tree(batch, histories)
         else:
-            trees = self._draft_chain(states, histories, root_out, root_feed, md)
+            trees = self._draft_chain(batch, histories, sampling_metadata.select_rows(rows))
         for i, state, tree in zip(rows, states, trees):
             self.last_trees[state.request_id] = tree
             if self.tree_log is not None:
@@ -191,112 +200,105 @@ class EagleProposer(TreeDrafting):
             self.max_model_len, self.draft.config.max_position_embeddings
         )
 
-    def _first_pass(self, states, histories):
-        """Feed every uncommitted entry (x_{p+1}, f_p) causally; returns the last entry's two states."""
-        batch = []
-        for state, history in zip(states, histories):
-            c = state.num_computed_tokens
-            features = torch.cat(state.features)  # [n - 1 - c, H]
-            queries = [
-                (history[p + 1], features[p - c], p, p, range(c, p + 1)) for p in range(c, len(history) - 1)
-            ]
-            batch.append((c, queries))
-        outs = self._run(states, batch)
-        for state, history in zip(states, histories):
-            state.num_computed_tokens = len(history) - 1
-            state.features = []
-        return torch.stack([o[0][-1] for o in outs]), torch.stack([o[1][-1] for o in outs])
-
-    # ---- one draft forward over a batch of query entries --------------------------------------------
-    def _run(self, states, batch):
-        """batch[b] = (visible_prefix, [(token, state [H], position, slot_pos, visible slot positions)]).
-        Every query sees slot positions < visible_prefix plus its own list. Returns per request the pair
-        (output for logits [q, H], output to feed back [q, H])."""
-        tokens, hidden, positions, slots = [], [], [], []
-        q_lens = [len(q) for _, q in batch]
-        seq_lens = [max([prefix] + [max(q[4], default=-1) + 1 for q in queries]) for prefix, queries in batch]
-        max_q, max_s = max(q_lens), max(seq_lens)
-        bs = self.block_size
+    def _block_table(self, states: list[EagleState]) -> torch.Tensor:
         tables = [self.kv_cache_manager.get_block_ids(s.request_id) for s in states]
-        query_index = torch.full((len(batch), max_q), sum(q_lens), dtype=torch.long)
-        key_slots = torch.zeros(len(batch), max_s, dtype=torch.long)
-        mask = torch.zeros(len(batch), max_q, max_s, dtype=torch.bool)
-        output_index, t = [], 0
-        for b, ((prefix, queries), table) in enumerate(zip(batch, tables)):
-            s = torch.arange(seq_lens[b])
-            key_slots[b, : seq_lens[b]] = torch.tensor(table)[s // bs] * bs + s % bs
-            for qi, (token, h, pos, slot_pos, visible) in enumerate(queries):
-                tokens.append(token)
-                hidden.append(h)
-                positions.append(pos)
-                slots.append(table[slot_pos // bs] * bs + slot_pos % bs)
-                mask[b, qi, :prefix] = True
-                mask[b, qi, list(visible)] = True
-                query_index[b, qi] = t
-                output_index.append(b * max_q + qi)
-                t += 1
-        mask[query_index == t, 0] = True  # padded query rows see one key so softmax stays finite
+        width = max(len(t) for t in tables)
+        table = torch.zeros(len(tables), width, dtype=torch.long)  # [B, max_blocks]
+        for b, blocks in enumerate(tables):
+            table[b, : len(blocks)] = torch.tensor(blocks, dtype=torch.long)
+        return table.to(self.device)
+
+    def _first_pass(self, states: list[EagleState], histories: list[list[int]]) -> DraftBatch:
+        """Feed every uncommitted entry (x_{p+1}, f_p) causally, all requests in one forward."""
         dev = self.device
+        block_table = self._block_table(states)
+        context = torch.tensor([s.num_computed_tokens for s in states], dtype=torch.long, device=dev)  # [B]
+        tokens = [h[s.num_computed_tokens + 1 :] for s, h in zip(states, histories)]  # x_{c+1} .. x_{n-1}
+        query_lens = torch.tensor([len(t) for t in tokens], dtype=torch.long, device=dev)  # [B]
+        meta = causal_metadata(block_table, context, query_lens, self.block_size)
+        features = torch.cat([f for s in states for f in s.features])  # [T, H]
+        input_ids = torch.tensor([t for row in tokens for t in row], dtype=torch.long, device=dev)  # [T]
+        positions = meta.slot_positions  # [T] entry p sits at RoPE position p
+        out, feed = self.draft(input_ids, positions, features, self.kv_caches, meta)  # [T, H] each
+        last = torch.cumsum(query_lens, 0) - 1  # [B]
+        for s, h in zip(states, histories):
+            s.num_computed_tokens = len(h) - 1
+            s.features = []
+        return DraftBatch(states, block_table, context + query_lens, out[last], feed[last])
+
+    # ---- one forward over a depth's nodes, every request at once ------------------------------------------
+    def _run_depth(
+        self,
+        batch: DraftBatch,
+        tokens: torch.Tensor,  # [B, Q] draft inputs (target ids)
+        hidden: torch.Tensor,  # [B, Q, H] their parents' fed-back states
+        depth: int,  # every query sits at this depth
+        first_slot: int,  # run-slot index of query 0 (slots committed + first_slot + q)
+        ancestors: torch.Tensor,  # [B, Q, R] bool: run slots each query sees (its ancestors and itself)
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns (outputs for logits, outputs to feed back), each [B, Q, H]."""
+        num_reqs, num_q = tokens.shape
+        num_run = ancestors.shape[-1]
+        dev = self.device
+        committed = batch.committed  # [B]
+        span = int(committed.max()) + num_run
+        key_pos = torch.arange(span, device=dev).expand(num_reqs, span)  # [B, S]
+        valid = key_pos < (committed + num_run)[:, None]
+        key_slots = slots_of(batch.block_table, key_pos, self.block_size).masked_fill(~valid, 0)
+        run = key_pos - committed[:, None]  # [B, S] index into the run region (negative: committed)
+        in_run = (run >= 0) & valid
+        seen = ancestors.gather(2, run.clamp(0, num_run - 1)[:, None, :].expand(num_reqs, num_q, span))
+        mask = (key_pos < committed[:, None])[:, None, :] | (in_run[:, None, :] & seen)  # [B, Q, S]
+        query_pos = committed[:, None] + first_slot + torch.arange(num_q, device=dev)[None, :]  # [B, Q]
         meta = AttentionMetadata(
-            num_tokens=t,
-            slot_mapping=torch.tensor(slots, dtype=torch.long, device=dev),
-            query_index=query_index.to(dev),
-            output_index=torch.tensor(output_index, dtype=torch.long, device=dev),
-            key_slots=key_slots.to(dev),
-            attn_mask=mask[:, None].to(dev),
+            num_tokens=num_reqs * num_q,
+            slot_mapping=slots_of(batch.block_table, query_pos, self.block_size).flatten(),
+            query_index=torch.arange(num_reqs * num_q, device=dev).view(num_reqs, num_q),
+            output_index=torch.arange(num_reqs * num_q, device=dev),
+            key_slots=key_slots,
+            attn_mask=mask[:, None],
+            is_uniform_decode=num_q == 1,
         )
-        out, feed = self.draft(
-            torch.tensor(tokens, device=dev),
-            torch.tensor(positions, device=dev),
-            torch.stack(hidden),
-            self.kv_caches,
-            meta,
-        )
-        result, start = [], 0
-        for n in q_lens:
-            result.append((out[start : start + n], feed[start : start + n]))
-            start += n
-        return result
+        positions = (committed - 1 + depth).repeat_interleave(num_q)  # [B * Q] RoPE position c - 1 + d
+        out, feed = self.draft(tokens.flatten(), positions, hidden.flatten(0, 1), self.kv_caches, meta)
+        return out.view(num_reqs, num_q, -1), feed.view(num_reqs, num_q, -1)
 
     def _log_probs(self, out: torch.Tensor) -> torch.Tensor:
-        return self.draft.compute_logits(out).float().log_softmax(dim=-1)  # [N, draft vocab]
+        return self.draft.compute_logits(out).float().log_softmax(dim=-1)  # [..., draft vocab]
 
     # ---- chain --------------------------------------------------------------------------------------
-    def _draft_chain(self, states, histories, root_out, root_feed, md: SamplingMetadata) -> list[DraftTree]:
-        n = len(states)
-        tokens = [[] for _ in range(n)]
-        scores = [[] for _ in range(n)]
-        probs = [[] for _ in range(n)]
-        out, feed = root_out, root_feed
+    def _draft_chain(self, batch: DraftBatch, histories, md: SamplingMetadata) -> list[DraftTree]:
+        num_reqs, dev = len(batch.states), self.device
+        tokens = torch.zeros(num_reqs, self.k, dtype=torch.long, device=dev)  # [B, k] target ids
+        scores = torch.zeros(num_reqs, self.k, device=dev)  # [B, k] cumulative draft log-probability
+        probs: list[list[torch.Tensor | None]] = []
+        ancestors = torch.zeros(num_reqs, 1, max(self.k - 1, 1), dtype=torch.bool, device=dev)  # [B, 1, R]
+        out, feed = batch.root_out, batch.root_feed  # [B, H]
         for step in range(self.k):
             logits = self.draft.compute_logits(out).float()  # [B, draft vocab]
             ids, p = sample_draft_tokens(logits, md)
-            ids_t = torch.tensor(ids, device=logits.device)
-            logp = logits.log_softmax(dim=-1).gather(1, ids_t[:, None])[:, 0].tolist()
-            target_ids = self.draft.draft_to_target(ids_t).tolist()
-            for b in range(n):
-                tokens[b].append(target_ids[b])
-                scores[b].append((scores[b][-1] if scores[b] else 0.0) + logp[b])
-                if p[b] is not None:
-                    probs[b].append(p[b])
+            ids_t = torch.tensor(ids, device=dev)
+            logp = logits.log_softmax(dim=-1).gather(1, ids_t[:, None])[:, 0]  # [B]
+            tokens[:, step] = self.draft.draft_to_target(ids_t)
+            scores[:, step] = logp if step == 0 else scores[:, step - 1] + logp
+            probs.append(p)
             if step == self.k - 1:
                 break
-            batch = []
-            for b, state in enumerate(states):
-                c = state.num_computed_tokens
-                batch.append((c, [(target_ids[b], feed[b], c + step, c + step, range(c, c + step + 1))]))
-            outs = self._run(states, batch)
-            out = torch.cat([o[0] for o in outs])
-            feed = torch.cat([o[1] for o in outs])
+            ancestors[:, 0, step] = True  # the chain's run slots 0..step are all ancestors of this query
+            out3, feed3 = self._run_depth(batch, tokens[:, step : step + 1], feed[:, None], step + 1, step,
+                                          ancestors[:, :, : step + 1])
+            out, feed = out3[:, 0], feed3[:, 0]
         trees = []
-        for b, (state, history) in enumerate(zip(states, histories)):
-            if probs[b]:
-                stacked = torch.stack(probs[b])  # [k, draft vocab]
+        tokens_l, scores_l = tokens.tolist(), scores.tolist()
+        for b, (state, history) in enumerate(zip(batch.states, histories)):
+            rows = [p[b] for p in probs if p[b] is not None]
+            if rows:
+                stacked = torch.stack(rows)  # [k, draft vocab]
                 if hasattr(self.draft, "target_probs"):
                     stacked = self.draft.target_probs(stacked)
                 self.draft_probs[state.request_id] = stacked  # [k, V]
-            trees.append(DraftTree(history[-1], tokens[b], list(range(-1, self.k)), scores[b]))
+            trees.append(DraftTree(history[-1], tokens_l[b], list(range(-1, self.k)), scores_l[b]))
         return trees
 
 
-__all__ = ["DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "target_features"]
+__all__ = ["DraftBatch", "DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "target_features"]

@@ -1,7 +1,8 @@
 """EAGLE's draft trees: the EAGLE-2 knobs, the tree a step drafted, and the drafting of static and dynamic trees.
 
-Chapter 4. vLLM counterparts: tree drafting in `vllm/v1/spec_decode/eagle.py` (static `speculative_token_tree`);
-dynamic trees follow `topK_genrate` in SafeAILab/EAGLE `eagle/model/cnets.py` (vLLM has none).
+Chapter 4. vLLM v0.32.0 counterparts: `propose_tree` in `vllm/v1/spec_decode/llm_base_proposer.py` (static
+`speculative_token_tree`); dynamic trees follow `topK_genrate` in SafeAILab/EAGLE `eagle/model/cnets.py`
+(vLLM has none).
 
 EAGLE-2 (dynamic): the root's top_k children form depth 1; at each of `depth` steps the top_k nodes of the
 newest depth by cumulative draft log-probability (the sum of log-probs along the path) run through the
@@ -11,6 +12,9 @@ nodes are listed in creation order, parents before children.
 
 Static: the node with rank path p takes its parent's top-(p[-1] + 1) draft token; the nodes that have
 children run through the draft, one depth per forward.
+
+Every depth is one batched forward over all requests (`EagleProposer._run_depth`); node tokens, parents,
+scores and ancestor masks live in [B, nodes] tensors, so no Python runs per node.
 """
 
 from __future__ import annotations
@@ -32,19 +36,24 @@ class DynamicTreeConfig:
 
     def __post_init__(self) -> None:
         for name in ("total_tokens", "depth", "top_k"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r} must be an integer >= 1")
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be an integer >= 1")
         if self.total_tokens < 2:
             raise ValueError(f"total_tokens={self.total_tokens} must be >= 2 (the root plus one node)")
-        if self.total_tokens - 1 > self.top_k + self.depth * self.top_k**2:
+        if self.total_tokens - 1 > self.num_generated:
             raise ValueError(
-                f"total_tokens={self.total_tokens}: only top_k + depth * top_k^2 = "
-                f"{self.top_k + self.depth * self.top_k ** 2} nodes are generated"
+                f"total_tokens={self.total_tokens}: only top_k + depth * top_k^2 = {self.num_generated} nodes are "
+                "generated"
             )
 
     @property
     def num_nodes(self) -> int:
         return self.total_tokens - 1
+
+    @property
+    def num_generated(self) -> int:
+        return self.top_k + self.depth * self.top_k**2
 
 
 @dataclass
@@ -61,99 +70,122 @@ class DraftTree:
         return SpecTree(list(self.parents))
 
 
-@dataclass
-class _Node:
-    token: int  # target id
-    parent: int  # index into the request's node list (-1: the root)
-    depth: int
-    score: float
-    state: torch.Tensor | None = None  # [H] the parent's output state this node reads
-    slot_pos: int = -1  # slot position once the node has run through the draft
-    out_state: torch.Tensor | None = None  # [H] its own output state once run
+def _top_children(proposer, out: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs [..., width] and target ids [..., width] of the best candidates of each row of `out`."""
+    logp = proposer._log_probs(out)  # [..., draft vocab]
+    top = logp.topk(min(width, logp.shape[-1]), dim=-1)
+    return top.values, proposer.draft.draft_to_target(top.indices)
 
 
 class TreeDrafting:
-    """Tree drafting for EagleProposer (which provides _run, _log_probs, tree and dynamic_tree)."""
+    """Tree drafting for EagleProposer (which provides _run_depth, _log_probs, draft, tree, dynamic_tree)."""
 
-    def _draft_tree(self, states, histories, root_out, root_feed) -> list[DraftTree]:
-        n = len(states)
-        nodes: list[list[_Node]] = [[] for _ in range(n)]
-        num_run = [0] * n
-        values, ids = self._top_children(root_out)
-        frontier = [self._add_children(nodes[b], -1, values[b], ids[b], 0.0, root_feed[b], 0) for b in range(n)]
-        for depth in range(1, self.max_draft_depth):
-            frontier = [self._select_frontier(nodes[b], frontier[b], depth) for b in range(n)]
-            if not any(frontier):
+    # ---- static trees -------------------------------------------------------------------------------
+    def _init_static_tree(self, tree: SpecTree) -> None:
+        """Index arrays of a static tree: per depth, the nodes that run and where each node's token comes from."""
+        self._static_width = 1 + max(path[-1] for path in tree.paths)
+        by_depth = [[u for u in range(1, tree.num_nodes + 1) if tree.depths[u] == d] for d in range(tree.depth + 1)]
+        self._static_run_nodes = [[u for u in nodes if tree.children(u)] for nodes in by_depth[1:]]
+        run_slot, slot = {}, 0
+        for nodes in self._static_run_nodes:
+            for u in nodes:
+                run_slot[u] = slot
+                slot += 1
+        num_run = max(slot, 1)
+        ancestors = torch.zeros(tree.num_nodes + 1, num_run, dtype=torch.bool)  # [N + 1, R]
+        for u in range(1, tree.num_nodes + 1):
+            for a in tree.ancestors(u)[1:]:
+                if a in run_slot:
+                    ancestors[u, run_slot[a]] = True
+        self._static_ancestors = ancestors.to(self.device)
+        self._static_run_slot = run_slot
+        # nodes at depth d + 1: (query index of the parent among depth d's run nodes, or -1 for the root; rank)
+        self._static_sources = []
+        for d, nodes in enumerate(by_depth[1:]):
+            parents_run = self._static_run_nodes[d - 1] if d > 0 else []
+            self._static_sources.append([
+                (parents_run.index(tree.parents[u]) if d > 0 else -1, tree.paths[u - 1][-1]) for u in nodes
+            ])
+
+    def _draft_static_tree(self, batch, histories) -> list[DraftTree]:
+        tree, width, dev = self.tree, self._static_width, self.device
+        num_reqs = len(batch.states)
+        tokens = torch.zeros(num_reqs, tree.num_nodes + 1, dtype=torch.long, device=dev)  # [B, N + 1]
+        scores = torch.zeros(num_reqs, tree.num_nodes + 1, device=dev)
+        values, ids = _top_children(self, batch.root_out, width)  # [B, W]
+        feeds: dict[int, torch.Tensor] = {}  # run node -> its fed-back state [B, H]
+        node = 1
+        for d, sources in enumerate(self._static_sources):
+            ranks = torch.tensor([r for _, r in sources], device=dev)
+            if d == 0:
+                tokens[:, node : node + len(sources)] = ids[:, ranks]
+                scores[:, node : node + len(sources)] = values[:, ranks]
+            else:
+                q = torch.tensor([p for p, _ in sources], device=dev)
+                parents = torch.tensor([tree.parents[u] for u in range(node, node + len(sources))], device=dev)
+                tokens[:, node : node + len(sources)] = ids[:, q, ranks]
+                scores[:, node : node + len(sources)] = scores[:, parents] + values[:, q, ranks]
+            node += len(sources)
+            run = self._static_run_nodes[d]
+            if not run:
                 break
-            batch, active = [], [b for b in range(n) if frontier[b]]
-            for b in active:
-                c = states[b].num_computed_tokens
-                queries = []
-                for idx in frontier[b]:
-                    node = nodes[b][idx]
-                    node.slot_pos = c + num_run[b]
-                    num_run[b] += 1
-                    queries.append((node.token, node.state, c - 1 + node.depth, node.slot_pos,
-                                    self._ancestor_slots(nodes[b], idx)))
-                batch.append((c, queries))
-            outs = self._run([states[b] for b in active], batch)
-            values, ids = self._top_children(torch.cat([out for out, _ in outs]))  # one row per query
-            new_frontier, row = [[] for _ in range(n)], 0
-            for b, (_, feed) in zip(active, outs):
-                for qi, idx in enumerate(frontier[b]):
-                    parent = nodes[b][idx]
-                    parent.out_state = feed[qi]
-                    new_frontier[b] += self._add_children(nodes[b], idx, values[row], ids[row], parent.score,
-                                                          feed[qi], depth)
-                    row += 1
-            frontier = new_frontier
-        return [self._finish(nodes[b], histories[b][-1]) for b in range(n)]
+            hidden = torch.stack(
+                [batch.root_feed if tree.parents[u] == 0 else feeds[tree.parents[u]] for u in run], dim=1
+            )  # [B, Q, H]
+            first = self._static_run_slot[run[0]]
+            ancestors = self._static_ancestors[run][:, : first + len(run)].expand(num_reqs, -1, -1)
+            out, feed = self._run_depth(batch, tokens[:, run], hidden, d + 1, first, ancestors)
+            for q, u in enumerate(run):
+                feeds[u] = feed[:, q]
+            values, ids = _top_children(self, out, width)  # [B, Q, W]
+        tokens_l, scores_l = tokens[:, 1:].tolist(), scores[:, 1:].tolist()
+        return [DraftTree(h[-1], tokens_l[b], list(tree.parents), scores_l[b]) for b, h in enumerate(histories)]
 
-    def _top_children(self, out: torch.Tensor) -> tuple[list[list[float]], list[list[int]]]:
-        """Log-probs and target ids of the best candidates of each row of `out` [Q, H], best first."""
-        logp = self._log_probs(out)  # [Q, draft vocab]
-        if self.dynamic_tree is not None:
-            width = self.dynamic_tree.top_k
-        else:
-            width = 1 + max(path[-1] for path in self.tree.paths)
-        top = logp.topk(min(width, logp.shape[-1]), dim=-1)
-        return top.values.tolist(), self.draft.draft_to_target(top.indices).tolist()
+    # ---- dynamic trees (EAGLE-2) --------------------------------------------------------------------
+    def _draft_tree(self, batch, histories) -> list[DraftTree]:
+        if self.dynamic_tree is None:
+            return self._draft_static_tree(batch, histories)
+        cfg, dev = self.dynamic_tree, self.device
+        k, num_reqs = cfg.top_k, len(batch.states)
+        num_nodes, num_run = cfg.num_generated, cfg.depth * k
+        tokens = torch.zeros(num_reqs, num_nodes, dtype=torch.long, device=dev)  # [B, G] target ids
+        parents = torch.full((num_reqs, num_nodes), -1, dtype=torch.long, device=dev)  # -1: the root
+        scores = torch.zeros(num_reqs, num_nodes, device=dev)  # cumulative draft log-probability
+        ancestors = torch.zeros(num_reqs, num_nodes, num_run, dtype=torch.bool, device=dev)  # run slots seen
+        values, ids = _top_children(self, batch.root_out, k)  # [B, K]
+        tokens[:, :k], scores[:, :k] = ids, values
+        rows = torch.arange(num_reqs, device=dev)[:, None]
+        frontier = torch.arange(k, device=dev).expand(num_reqs, k)  # [B, K] depth 1: every root child runs
+        hidden = batch.root_feed[:, None].expand(-1, k, -1)  # [B, K, H] they read the root's state
+        for step in range(cfg.depth):
+            first = step * k
+            seen = ancestors[rows, frontier]  # [B, K, R]
+            seen[:, torch.arange(k), first + torch.arange(k)] = True  # each query sees its own slot
+            out, feed = self._run_depth(batch, tokens[rows, frontier], hidden, step + 1, first,
+                                        seen[:, :, : first + k])
+            values, ids = _top_children(self, out, k)  # [B, K, K]
+            base = k + step * k * k  # children of this depth's frontier, parent by parent, best first
+            new = slice(base, base + k * k)
+            tokens[:, new] = ids.flatten(1)
+            parents[:, new] = frontier.repeat_interleave(k, dim=1)
+            scores[:, new] = (scores.gather(1, frontier)[:, :, None] + values).flatten(1)
+            ancestors[:, new] = seen.repeat_interleave(k, dim=1)
+            # next frontier: the top_k new nodes by score (ties: the earlier node), in creation order
+            order = scores[:, new].sort(dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]
+            frontier = base + order.sort(dim=1).values
+            hidden = feed.repeat_interleave(k, dim=1)[rows, frontier - base]  # [B, K, H] each parent's state
+        return self._keep_best(tokens, parents, scores, histories)
 
-    def _add_children(self, nodes, parent, values, ids, parent_score, state, parent_depth) -> list[int]:
-        """Append `parent`'s children: its top_k candidates (dynamic), or the ranks the static tree names."""
-        wanted = range(len(ids))
-        if self.tree is not None:
-            tree_node = 0 if parent < 0 else self._static_index(nodes, parent)
-            wanted = [self.tree.paths[c - 1][-1] for c in self.tree.children(tree_node)]
-        added = []
-        for r in wanted:
-            nodes.append(_Node(ids[r], parent, parent_depth + 1, parent_score + values[r], state))
-            added.append(len(nodes) - 1)
-        return added
-
-    def _static_index(self, nodes: list[_Node], idx: int) -> int:
-        return idx + 1  # static trees are generated in the tree's own order: node list index i = tree node i+1
-
-    def _select_frontier(self, nodes, candidates: list[int], depth: int) -> list[int]:
-        """The nodes at `depth` to run through the draft: EAGLE-2 takes the top_k by score; a static tree
-        runs the nodes that have children."""
-        if self.dynamic_tree is not None:
-            ranked = sorted(candidates, key=lambda i: (-nodes[i].score, i))
-            return sorted(ranked[: self.dynamic_tree.top_k])
-        return [i for i in candidates if self.tree.children(i + 1)]
-
-    def _ancestor_slots(self, nodes, idx: int) -> list[int]:
-        slots = []
-        while idx >= 0:
-            slots.append(nodes[idx].slot_pos)
-            idx = nodes[idx].parent
-        return slots
-
-    def _finish(self, nodes: list[_Node], root_token: int) -> DraftTree:
-        keep = list(range(len(nodes)))
-        if self.dynamic_tree is not None:  # best total_tokens - 1 by score; parents rank above children
-            ranked = sorted(keep, key=lambda i: (-nodes[i].score, i))
-            keep = sorted(ranked[: self.dynamic_tree.num_nodes])
-        position = {idx: j + 1 for j, idx in enumerate(keep)}
-        parents = [-1] + [position[nodes[i].parent] if nodes[i].parent >= 0 else 0 for i in keep]
-        return DraftTree(root_token, [nodes[i].token for i in keep], parents, [nodes[i].score for i in keep])
+    def _keep_best(self, tokens, parents, scores, histories) -> list[DraftTree]:
+        """The total_tokens - 1 best nodes of each request, renumbered 1..N in creation order."""
+        num_keep = self.dynamic_tree.num_nodes
+        keep = scores.sort(dim=1, descending=True, stable=True).indices[:, :num_keep].sort(dim=1).values
+        new_index = torch.zeros_like(parents)  # [B, G]: node -> its number in the kept tree (0 = root)
+        new_index.scatter_(1, keep, torch.arange(1, num_keep + 1, device=keep.device).expand_as(keep))
+        kept_parents = parents.gather(1, keep)
+        kept_parents = torch.where(kept_parents < 0, 0, new_index.gather(1, kept_parents.clamp(min=0)))
+        tokens_l, parents_l = tokens.gather(1, keep).tolist(), kept_parents.tolist()
+        scores_l = scores.gather(1, keep).tolist()
+        return [
+            DraftTree(h[-1], tokens_l[b], [-1] + parents_l[b], scores_l[b]) for b, h in enumerate(histories)
+        ]

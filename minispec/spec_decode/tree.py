@@ -92,6 +92,13 @@ class SpecTree:
     def depth(self) -> int:
         return max(self.depths)
 
+    def nodes_per_depth(self) -> list[int]:
+        """[depth] how many nodes sit at depth 1, 2, ... (the root excluded)."""
+        counts = [0] * self.depth
+        for d in self.depths[1:]:
+            counts[d - 1] += 1
+        return counts
+
     def children(self, node: int) -> list[int]:
         return [i for i, p in enumerate(self.parents) if p == node]
 
@@ -105,12 +112,10 @@ class SpecTree:
 
     # ---- buffers ------------------------------------------------------------------------------------
     def attention_mask(self) -> torch.Tensor:
-        """[N + 1, N + 1] bool: row i is True at i's ancestors (root included) and at i."""
-        n = len(self.parents)
-        mask = torch.zeros(n, n, dtype=torch.bool)
-        for i in range(n):
-            mask[i, self.ancestors(i)] = True
-        return mask
+        """[N + 1, N + 1] bool: row i is True at i's ancestors (root included) and at i (cached)."""
+        if getattr(self, "_mask", None) is None:
+            self._mask = ancestor_mask(torch.tensor(self.parents, dtype=torch.long))
+        return self._mask
 
     def position_ids(self) -> torch.Tensor:
         """[N + 1] int64: each node's depth; the RoPE position is context length + depth."""
@@ -134,6 +139,37 @@ class SpecTree:
 
 
 # ---- verification helpers (used by the model runner) -------------------------------------------------
+def ancestor_mask(parents: torch.Tensor) -> torch.Tensor:
+    """[..., N + 1, N + 1] bool from parents [..., N + 1] (-1 at the root): True at each node's ancestors and
+    itself. One tensor step per tree level, whatever the number of nodes."""
+    n = parents.shape[-1]
+    mask = torch.eye(n, dtype=torch.bool, device=parents.device).expand(*parents.shape, n).clone()
+    current = parents
+    while bool((current >= 0).any()):
+        alive = current >= 0  # [..., N + 1]
+        mask |= torch.nn.functional.one_hot(current.clamp(min=0), n).bool() & alive[..., None]
+        current = torch.where(alive, parents.gather(-1, current.clamp(min=0)), current)
+    return mask
+
+
+def greedy_tree_walk(
+    parents: torch.Tensor,  # [B, N + 1] -1 at the root; padding nodes point at the root
+    node_tokens: torch.Tensor,  # [B, N + 1] token of each node; -1 at the root and at padding
+    depths: torch.Tensor,  # [B, N + 1] depth of each node
+    target_next: torch.Tensor,  # [B, N + 1] the target's greedy token after each node
+) -> torch.Tensor:
+    """[B] the deepest node whose whole path the target accepts greedily (0: none). Node u passes when its
+    token is the target's token after its parent; siblings hold distinct tokens, so the passing paths form one
+    chain from the root and its end is the node `walk_tree` reaches with an argmax draw."""
+    parent = parents.clamp(min=0)
+    passes = node_tokens == target_next.gather(1, parent)  # [B, N + 1]
+    passes[:, 0] = True
+    accepted = passes
+    for _ in range(int(depths.max())):  # after d rounds, every node of depth <= d is settled
+        accepted = passes & accepted.gather(1, parent)
+    return torch.where(accepted, depths, -1).argmax(dim=1)  # unique deepest; the root when nothing passed
+
+
 def walk_tree(tree: SpecTree, node_tokens: list[int], draw) -> tuple[list[int], int]:
     """Follow the target through the tree: at node u take its token t = draw(u) (argmax, or a sample); if a
     child of u holds t, move there, else stop. Returns (accepted nodes, root excluded; the final token t).

@@ -22,7 +22,7 @@ from minispec.sample.ops.topk_topp_sampler import random_sample
 from minispec.sample.sampler import Sampler
 from minispec.sample.tree_sampler import sample_tree_path
 from minispec.sampling_params import _SAMPLING_EPS
-from minispec.spec_decode.tree import SpecTree, compact_kv_cache, walk_tree
+from minispec.spec_decode.tree import SpecTree, compact_kv_cache, greedy_tree_walk, walk_tree
 
 
 class TreeVerificationMixin:
@@ -68,6 +68,7 @@ class TreeVerificationMixin:
         # every node judged by the distribution plain sampling would use after its root path
         node_logits_all = Sampler.process_logits(logits, _node_metadata(sampling_metadata, trees, drafts))
         greedy = _greedy_rows(sampling_metadata, len(reqs))
+        greedy_best, greedy_next = _greedy_walks(trees, drafts, node_logits_all.argmax(dim=-1))
         token_ids, last_index, paths, logprobs, src, dst = [], [], [], [], [], []
         offset = 0
         for j, (r, d, tree) in enumerate(zip(reqs, drafts, trees)):
@@ -76,7 +77,7 @@ class TreeVerificationMixin:
             if self.typical_acceptance_sampler is not None and d:
                 path, final = self._typical_tree_path(tree, d, node_logits, greedy[j], generator)
             elif greedy[j]:
-                path, final = walk_tree(tree, d, lambda node, nl=node_logits: int(nl[node].argmax()))
+                path, final = tree.ancestors(greedy_best[j])[1:], greedy_next[j][greedy_best[j]]
             elif getattr(self.drafter, "sibling_verification", False):  # EAGLE: siblings verified in turn
                 probs = node_logits.softmax(dim=-1)  # [n + 1, V]
                 path, final = sample_tree_path(tree.parents, d, probs.__getitem__, generator)
@@ -96,14 +97,16 @@ class TreeVerificationMixin:
             self._record_accepted(r.request_id, path)
             last_index.append(starts[j] + (path[-1] if path else 0))
             if d:
-                self.spec_decoding_stats.observe_draft(len(d), len(path))
-            context = r.num_computed_tokens - len(d) - 1
-            table = block_table[rows[j]]
-            for depth, node in enumerate(path, start=1):
-                if node != depth:
-                    src.append(self._slot(table, context + node))
-                    dst.append(self._slot(table, context + depth))
-        compact_kv_cache(self.kv_caches, src, dst)
+                self.spec_decoding_stats.observe_tree(tree.nodes_per_depth(), len(path))
+            moved = [(node, depth) for depth, node in enumerate(path, start=1) if node != depth]
+            if moved:  # the accepted nodes' keys and values go onto the next consecutive slots
+                context = r.num_computed_tokens - len(d) - 1
+                table = np.asarray(block_table[rows[j]])
+                node_pos, depth_pos = context + np.array(moved).T  # [2, m] cache positions
+                src.append(table[node_pos // self.block_size] * self.block_size + node_pos % self.block_size)
+                dst.append(table[depth_pos // self.block_size] * self.block_size + depth_pos % self.block_size)
+        if src:
+            compact_kv_cache(self.kv_caches, np.concatenate(src).tolist(), np.concatenate(dst).tolist())
         return token_ids, np.array(last_index), paths, (logprobs or None)
 
     def _typical_tree_path(self, tree, d, node_logits, greedy: bool, generator):
@@ -116,14 +119,32 @@ class TreeVerificationMixin:
             final = _sampling_draw(node_logits, generator)(best)
         return tree.ancestors(best)[1:], final
 
-    def _slot(self, blocks: list[int], position: int) -> int:
-        return blocks[position // self.block_size] * self.block_size + position % self.block_size
 
 
 def _greedy_rows(md: SamplingMetadata, num_rows: int) -> list[bool]:
     if md.all_greedy:
         return [True] * num_rows
     return (md.temperature < _SAMPLING_EPS).tolist()
+
+
+def _greedy_walks(trees: list[SpecTree], drafts: list[list[int]], node_argmax: torch.Tensor):
+    """For every request at once: the deepest node its target accepts greedily, and the target's greedy token
+    after each node. `node_argmax` [sum(n_j + 1)] holds the processed argmax at every node, request by request."""
+    width = 1 + max(len(d) for d in drafts)
+    num_reqs, dev = len(trees), node_argmax.device
+    parents = torch.zeros(num_reqs, width, dtype=torch.long)  # padding nodes hang off the root ...
+    tokens = torch.full((num_reqs, width), -1, dtype=torch.long)  # ... and never match (token -1)
+    depths = torch.zeros(num_reqs, width, dtype=torch.long)
+    target_next = torch.zeros(num_reqs, width, dtype=torch.long, device=dev)
+    sizes = [len(d) + 1 for d in drafts]
+    for j, (tree, d) in enumerate(zip(trees, drafts)):
+        parents[j, : sizes[j]] = torch.tensor(tree.parents)
+        tokens[j, 1 : sizes[j]] = torch.tensor(d, dtype=torch.long)
+        depths[j, : sizes[j]] = torch.tensor(tree.depths)
+    target_next[torch.arange(num_reqs).repeat_interleave(torch.tensor(sizes)),
+                torch.cat([torch.arange(n) for n in sizes])] = node_argmax
+    best = greedy_tree_walk(parents.to(dev), tokens.to(dev), depths.to(dev), target_next)
+    return best.tolist(), target_next.tolist()
 
 
 def _node_metadata(md: SamplingMetadata, trees: list[SpecTree], drafts: list[list[int]]) -> SamplingMetadata:

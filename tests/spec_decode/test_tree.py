@@ -69,3 +69,39 @@ def test_compact_kv_cache_moves_accepted_nodes():
     compact_kv_cache([(k, v)], src_slots=[5, 7], dst_slots=[4, 5])
     assert k[:, 0, 0].tolist() == [0, 1, 2, 3, 5, 7, 6, 7, 8, 9, 10, 11]
     assert torch.equal(v, -k)
+
+
+def test_ancestor_mask_matches_the_walk():
+    from minispec.spec_decode.tree import ancestor_mask
+
+    tree = SpecTree.from_paths([(0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0), (0, 1, 0), (0, 0, 0, 0)])
+    expected = torch.zeros(9, 9, dtype=torch.bool)
+    for i in range(9):
+        expected[i, tree.ancestors(i)] = True
+    assert torch.equal(tree.attention_mask(), expected)
+    batched = ancestor_mask(torch.tensor([tree.parents, SpecTree.chain(8).parents]))
+    assert torch.equal(batched[0], expected) and torch.equal(batched[1], torch.ones(9, 9, dtype=torch.bool).tril())
+
+
+def test_greedy_tree_walk_equals_walk_tree():
+    from minispec.spec_decode.tree import greedy_tree_walk
+
+    gen = torch.Generator().manual_seed(0)
+    trees = [SpecTree.from_paths([(0,), (1,), (2,), (0, 0), (0, 1), (1, 0), (0, 0, 0)]), SpecTree.chain(4)]
+    for trial in range(200):
+        tree = trees[trial % 2]
+        n = tree.num_nodes
+        tokens = [None] * (n + 1)
+        for u in range(1, n + 1):  # siblings distinct: a parent's children get distinct tokens
+            sibs = [c for c in tree.children(tree.parents[u])]
+            tokens[u] = sibs.index(u) + 10 * (u % 3)
+        target_next = torch.randint(0, 30, (n + 1,), generator=gen)
+        for u in range(1, n + 1):  # make acceptance likely
+            if torch.rand((), generator=gen) < 0.6:
+                target_next[tree.parents[u]] = tokens[u]
+        path, final = walk_tree(tree, tokens[1:], lambda u: int(target_next[u]))
+        best = greedy_tree_walk(
+            torch.tensor([tree.parents]), torch.tensor([[-1] + tokens[1:]]),
+            torch.tensor([tree.depths]), target_next[None],
+        )
+        assert int(best) == (path[-1] if path else 0)

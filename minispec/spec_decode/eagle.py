@@ -36,7 +36,7 @@ from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.sample.metadata import SamplingMetadata
 from minispec.spec_decode.draft_model import sample_draft_tokens
-from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting
+from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
 from minispec.spec_decode.tree import SpecTree
 
 
@@ -301,4 +301,7 @@ class EagleProposer(TreeDrafting):
         return trees
 
 
-__all__ = ["DraftBatch", "DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "target_features"]
+__all__ = [
+    "DraftBatch", "DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "TreeExpansion",
+    "target_features",
+]

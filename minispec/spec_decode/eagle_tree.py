@@ -57,6 +57,19 @@ class DynamicTreeConfig:
 
 
 @dataclass
+class TreeExpansion:
+    """EAGLE-2's work before pruning (kept when the proposer's tree_log is on): every generated node, the
+    frontier run at each depth, and which nodes survived into the verified tree."""
+
+    tokens: list[int]  # [G] target ids of all generated nodes, in creation order
+    parents: list[int]  # [G] index of each node's parent among them, -1 for the root
+    scores: list[float]  # [G] cumulative draft log-probability
+    depths: list[int]  # [G] depth of each node (1 = a child of the root)
+    frontiers: list[list[int]]  # [depth][top_k] generated nodes run through the draft at each step
+    kept: list[int]  # the total_tokens - 1 nodes kept, ascending (kept[i] is node i + 1 of the DraftTree)
+
+
+@dataclass
 class DraftTree:
     """One request's draft of one step: node 0 is the root (the token just sampled), nodes 1..N the drafts."""
 
@@ -65,6 +78,7 @@ class DraftTree:
     parents: list[int]  # [N + 1] parent of each node, -1 for the root
     scores: list[float]  # [N] cumulative draft log-probability of each node's path
     accepted: list[int] | None = None  # nodes on the accepted path (root excluded), set after verification
+    expansion: TreeExpansion | None = None  # EAGLE-2 only, when the proposer's tree_log is on
 
     def spec_tree(self) -> SpecTree:
         return SpecTree(list(self.parents))
@@ -157,7 +171,9 @@ class TreeDrafting:
         rows = torch.arange(num_reqs, device=dev)[:, None]
         frontier = torch.arange(k, device=dev).expand(num_reqs, k)  # [B, K] depth 1: every root child runs
         hidden = batch.root_feed[:, None].expand(-1, k, -1)  # [B, K, H] they read the root's state
+        frontiers = []
         for step in range(cfg.depth):
+            frontiers.append(frontier)
             first = step * k
             seen = ancestors[rows, frontier]  # [B, K, R]
             seen[:, torch.arange(k), first + torch.arange(k)] = True  # each query sees its own slot
@@ -174,9 +190,18 @@ class TreeDrafting:
             order = scores[:, new].sort(dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]
             frontier = base + order.sort(dim=1).values
             hidden = feed.repeat_interleave(k, dim=1)[rows, frontier - base]  # [B, K, H] each parent's state
-        return self._keep_best(tokens, parents, scores, histories)
+        trees, keep = self._keep_best(tokens, parents, scores, histories)
+        if self.tree_log is not None:
+            depths = torch.cat([torch.ones(k, dtype=torch.long)] + [
+                torch.full((k * k,), d + 2, dtype=torch.long) for d in range(cfg.depth)]).tolist()
+            for b, tree in enumerate(trees):
+                tree.expansion = TreeExpansion(
+                    tokens[b].tolist(), parents[b].tolist(), scores[b].tolist(), depths,
+                    [f[b].tolist() for f in frontiers], keep[b].tolist(),
+                )
+        return trees
 
-    def _keep_best(self, tokens, parents, scores, histories) -> list[DraftTree]:
+    def _keep_best(self, tokens, parents, scores, histories) -> tuple[list[DraftTree], torch.Tensor]:
         """The total_tokens - 1 best nodes of each request, renumbered 1..N in creation order."""
         num_keep = self.dynamic_tree.num_nodes
         keep = scores.sort(dim=1, descending=True, stable=True).indices[:, :num_keep].sort(dim=1).values
@@ -186,6 +211,5 @@ class TreeDrafting:
         kept_parents = torch.where(kept_parents < 0, 0, new_index.gather(1, kept_parents.clamp(min=0)))
         tokens_l, parents_l = tokens.gather(1, keep).tolist(), kept_parents.tolist()
         scores_l = scores.gather(1, keep).tolist()
-        return [
-            DraftTree(h[-1], tokens_l[b], [-1] + parents_l[b], scores_l[b]) for b, h in enumerate(histories)
-        ]
+        trees = [DraftTree(h[-1], tokens_l[b], [-1] + parents_l[b], scores_l[b]) for b, h in enumerate(histories)]
+        return trees, keep

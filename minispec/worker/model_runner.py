@@ -39,7 +39,7 @@ from minispec.spec_decode.eagle import target_features
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.spec_decode.tree import SpecTree
-from minispec.worker.tree_verification import TreeVerificationMixin
+from minispec.worker.tree_verification import TreeVerificationMixin, VerificationRecord
 
 
 @dataclass
@@ -86,6 +86,7 @@ class ModelRunner(TreeVerificationMixin):
         self.spec_decoding_stats: SpecDecodingStats | None = None
         self.spec_tree: SpecTree | None = None  # tree speculation: drafts are this tree's nodes
         self.typical_acceptance_sampler: TypicalAcceptanceSampler | None = None  # replaces rejection sampling
+        self.verification_log: list[VerificationRecord] | None = None  # set to [] to record verifications
         self.aux_hidden_layers: tuple[int, ...] = ()  # target layers whose inputs the drafter reads (EAGLE-3)
 
     # ---- inputs -------------------------------------------------------------------------------------
@@ -274,6 +275,14 @@ class ModelRunner(TreeVerificationMixin):
         for n, accepted in zip(num_draft_tokens, token_ids):
             if n:
                 self.spec_decoding_stats.observe_draft(n, len(accepted) - 1)
+        if self.verification_log is not None:
+            starts = np.cumsum([0, *(n + 1 for n in num_draft_tokens)])
+            for j, (r, d, tokens) in enumerate(zip(reqs, drafts, token_ids)):
+                if d:
+                    self.verification_log.append(VerificationRecord(
+                        r.request_id, list(range(-1, len(d))), list(d), logits[starts[j] : starts[j + 1]].cpu(),
+                        list(range(1, len(tokens))), tokens[-1], [],
+                    ))
         return token_ids, logprobs
 
     # ---- what EAGLE reads from the target --------------------------------------------------------------

@@ -12,6 +12,8 @@ values are then copied onto consecutive slots, so the scheduler's usual rollback
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -23,6 +25,20 @@ from minispec.sample.sampler import Sampler
 from minispec.sample.tree_sampler import sample_tree_path
 from minispec.sampling_params import _SAMPLING_EPS
 from minispec.spec_decode.tree import SpecTree, compact_kv_cache, greedy_tree_walk, walk_tree
+
+
+@dataclass
+class VerificationRecord:
+    """One request's verification in one step, kept when `ModelRunner.verification_log` is a list (notebooks
+    and traces; off by default, so it costs nothing). A chain is the tree whose node i has parent i - 1."""
+
+    request_id: str
+    parents: list[int]  # [n + 1] -1 for the root (the last token before the drafts)
+    node_tokens: list[int]  # [n] drafted tokens of nodes 1..n
+    logits: torch.Tensor  # [n + 1, V] the target's raw logits at the root and at every node
+    accepted: list[int]  # accepted nodes, root excluded (a root-to-node path)
+    final_token: int  # the bonus (every node on a leaf path accepted) or recovered token
+    kv_moved: list[tuple[int, int]]  # (source slot, destination slot) of the compaction
 
 
 class TreeVerificationMixin:
@@ -99,12 +115,19 @@ class TreeVerificationMixin:
             if d:
                 self.spec_decoding_stats.observe_tree(tree.nodes_per_depth(), len(path))
             moved = [(node, depth) for depth, node in enumerate(path, start=1) if node != depth]
+            slots_moved: list[tuple[int, int]] = []
             if moved:  # the accepted nodes' keys and values go onto the next consecutive slots
                 context = r.num_computed_tokens - len(d) - 1
                 table = np.asarray(block_table[rows[j]])
                 node_pos, depth_pos = context + np.array(moved).T  # [2, m] cache positions
                 src.append(table[node_pos // self.block_size] * self.block_size + node_pos % self.block_size)
                 dst.append(table[depth_pos // self.block_size] * self.block_size + depth_pos % self.block_size)
+                slots_moved = list(zip(src[-1].tolist(), dst[-1].tolist()))
+            if self.verification_log is not None:
+                self.verification_log.append(VerificationRecord(
+                    r.request_id, list(tree.parents), list(d), logits[offset - len(d) - 1 : offset].cpu(),
+                    list(path), int(final), slots_moved,
+                ))
         if src:
             compact_kv_cache(self.kv_caches, np.concatenate(src).tolist(), np.concatenate(dst).tolist())
         return token_ids, np.array(last_index), paths, (logprobs or None)

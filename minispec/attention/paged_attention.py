@@ -1,8 +1,10 @@
 """Attention over a paged KV cache, with an optional custom mask over a request's new tokens.
 
-Chapter 7 (components) and chapter 3 (tree attention). vLLM counterparts: the attention backends in
-`vllm/v1/attention/backends/` (FlashAttention for chains, `tree_attn.py` for trees) and the cache writes of
-`reshape_and_cache_flash`. minispec keeps one readable path in plain PyTorch:
+Chapter 7 (components) and chapter 3 (tree attention). vLLM v0.32.0 counterparts: the attention backends in
+`vllm/v1/attention/backends/` (`flash_attn.py`; on CPU `cpu_attn.py`) and the cache writes of
+`reshape_and_cache_flash`. Tree masks go beyond v0.32.0, which has no tree attention: vLLM's
+`vllm/v1/attention/backends/tree_attn.py` was last released in v0.20.2. minispec keeps one readable path in
+plain PyTorch:
 
 1. write each new token's key and value at its slot (`slot_mapping`);
 2. gather every request's keys and values from its slots into a padded batch (`key_slots`);

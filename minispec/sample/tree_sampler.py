@@ -1,6 +1,7 @@
 """Lossless verification of a token tree at temperature > 0: EAGLE's sibling-by-sibling rejection sampling.
 
-Chapter 4. No vLLM V1 counterpart (vLLM verifies tree drafts greedily); the reference is `evaluate_posterior`
+Chapter 4. No vLLM v0.32.0 counterpart (v0.32.0 has no token trees; up to v0.20.2 vLLM verified tree drafts
+greedily only); the reference is `evaluate_posterior`
 in SafeAILab/EAGLE `eagle/model/utils.py` (sampling branch).
 
 At a tree node the target's distribution p (after temperature, top-k, top-p) faces the node's children, whose

@@ -3,7 +3,8 @@ EAGLE-2 dynamic tree.
 
 Chapter 4. vLLM v0.32.0 counterparts: `vllm/v1/spec_decode/eagle.py` (`EagleProposer`) and the shared
 `vllm/v1/spec_decode/llm_base_proposer.py` (`propose`, `propose_tree`); dynamic trees follow `topK_genrate` in
-SafeAILab/EAGLE `eagle/model/cnets.py`.
+SafeAILab/EAGLE `eagle/model/cnets.py`. Trees go beyond v0.32.0 (vLLM's `propose_tree`, in the same file, was last in
+v0.20.2).
 
 Let x_0 .. x_{n-1} be a request's accepted tokens (x_{n-1} was just sampled) and f_p the target's feature at
 position p (known for p <= n - 2). Draft entry p reads (x_{p+1}, f_p), sits at RoPE position p and predicts
@@ -17,7 +18,8 @@ x_{p+2}. Each propose call:
    its parent's output state) at position c - 1 + d and writes the next free draft slot; it attends to the
    committed entries and to its ancestors (a tree mask built with tensor ops), never to its siblings.
    - chain (`num_speculative_tokens` = k): one node per depth; random requests sample from the draft's
-     processed distribution and keep the probabilities for the rejection sampler (vLLM drafts greedily);
+     processed distribution and keep the probabilities for the rejection sampler (vLLM v0.32.0 does this with
+     `draft_sample_method="probabilistic"`; its default drafts greedily);
    - static tree (`speculative_token_tree`) and EAGLE-2 dynamic tree: `minispec/spec_decode/eagle_tree.py`.
 3. the tree of the call is kept (`last_trees[request_id]`, a `DraftTree`) for verification and notebooks.
 

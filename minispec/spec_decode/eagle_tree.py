@@ -1,8 +1,8 @@
 """EAGLE's draft trees: the EAGLE-2 knobs, the tree a step drafted, and the drafting of static and dynamic trees.
 
-Chapter 4. vLLM v0.32.0 counterparts: `propose_tree` in `vllm/v1/spec_decode/llm_base_proposer.py` (static
-`speculative_token_tree`); dynamic trees follow `topK_genrate` in SafeAILab/EAGLE `eagle/model/cnets.py`
-(vLLM has none).
+Chapter 4. Beyond vLLM v0.32.0, which has no token trees: static trees (`speculative_token_tree`, drafted by
+`propose_tree` in `vllm/v1/spec_decode/llm_base_proposer.py`) were last in vLLM v0.20.2; dynamic trees follow `topK_genrate`
+in SafeAILab/EAGLE `eagle/model/cnets.py` (no vLLM release has them).
 
 EAGLE-2 (dynamic): the root's top_k children form depth 1; at each of `depth` steps the top_k nodes of the
 newest depth by cumulative draft log-probability (the sum of log-probs along the path) run through the

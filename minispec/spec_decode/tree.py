@@ -1,8 +1,9 @@
 """Token trees for speculative decoding: nodes with parents, and the buffers that verify them in one pass.
 
-Chapters 3 (Medusa) and 4 (EAGLE). vLLM counterparts: `vllm/v1/attention/backends/tree_attn.py` (the tree
-mask and depth-based positions) and `speculative_token_tree` in `vllm/config/speculative.py`; the buffers are
-those of `generate_medusa_buffers` in FasterDecoding/Medusa `medusa/model/utils.py`.
+Chapters 3 (Medusa) and 4 (EAGLE). Beyond vLLM v0.32.0, which has no token trees: vLLM's
+`speculative_token_tree` (in `vllm/config/speculative.py`) and tree attention
+(`vllm/v1/attention/backends/tree_attn.py`: the tree mask and depth-based positions) were last released in
+v0.20.2. The buffers are those of `generate_medusa_buffers` in FasterDecoding/Medusa `medusa/model/utils.py`.
 
 A tree has a root (node 0: the last token the target produced) and `num_nodes` draft nodes 1..N, listed
 parents before children. A tree given as paths (Medusa's `medusa_choices`, vLLM's

@@ -1,8 +1,10 @@
 """Tree verification for the model runner: masks and depths in, the longest accepted path and KV compaction out.
 
-Chapters 3 and 4. vLLM counterparts: the tree branch of `vllm/v1/worker/gpu_model_runner.py` with
-`vllm/v1/attention/backends/tree_attn.py`, and Medusa's `tree_decoding` / `evaluate_posterior`. Kept apart from
-`model_runner.py` so the chain path reads on its own; `ModelRunner` inherits these methods.
+Chapters 3 and 4. Beyond vLLM v0.32.0, which verifies chains only: vLLM's tree verification (the tree branch of
+`vllm/v1/worker/gpu_model_runner.py` with `vllm/v1/attention/backends/tree_attn.py`) was last released in v0.20.2.
+The references are Medusa's `tree_decoding` / `evaluate_posterior` (FasterDecoding/Medusa) and EAGLE's
+`evaluate_posterior`. Kept apart from `model_runner.py` so the chain path reads on its own; `ModelRunner`
+inherits these methods.
 
 A request's drafts are the nodes of its tree (a static `SpecTree`, or the drafter's own EAGLE-2 tree). They are
 verified in one forward with the tree mask and RoPE positions context + depth; the accepted path's keys and

@@ -2,7 +2,7 @@
 EAGLE-2 dynamic tree.
 
 Chapter 4. vLLM v0.32.0 counterparts: `vllm/v1/spec_decode/eagle.py` (`EagleProposer`) and the shared
-`vllm/v1/spec_decode/llm_base_proposer.py` (`propose`, `propose_tree`); dynamic trees follow `topK_genrate` in
+`vllm/v1/spec_decode/llm_base_proposer.py` (`propose`); dynamic trees follow `topK_genrate` in
 SafeAILab/EAGLE `eagle/model/cnets.py`. Trees go beyond v0.32.0 (vLLM's `propose_tree`, in the same file, was last in
 v0.20.2).
 

@@ -99,7 +99,7 @@ def test_greedy_tree_walk_equals_walk_tree():
         for u in range(1, n + 1):  # make acceptance likely
             if torch.rand((), generator=gen) < 0.6:
                 target_next[tree.parents[u]] = tokens[u]
-        path, final = walk_tree(tree, tokens[1:], lambda u: int(target_next[u]))
+        path, final = walk_tree(tree, tokens[1:], lambda u, nxt=target_next: int(nxt[u]))
         best = greedy_tree_walk(
             torch.tensor([tree.parents]), torch.tensor([[-1] + tokens[1:]]),
             torch.tensor([tree.depths]), target_next[None],

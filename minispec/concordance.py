@@ -1,0 +1,482 @@
+"""The concordance as data: every minispec module beside the vLLM v0.32.0 file it mirrors (chapter 7).
+
+vLLM has no counterpart: this is the map a reader uses to go from a minispec file to vLLM's. `ROWS` holds one
+`Row` per module; `docs/concordance.md` is generated from it and must not be edited by hand:
+
+    python -m minispec.concordance --write docs/concordance.md   # regenerate
+    python -m minispec.concordance --check docs/concordance.md   # exit 1 when the file is stale
+    python -m minispec.concordance --missing                     # modules without a row, as skeleton rows
+
+Adding a module is one line in `ROWS`: `R(minispec_path, vllm_paths, simplifies, beyond=..., v0=..., ref=...)`.
+`vllm_paths` is a space-separated string of paths of the v0.32.0 release ("" when there is no counterpart);
+a path may name a symbol after `::` (`vllm/v1/worker/gpu_model_runner.py::_calc_spec_decode_metadata`,
+`vllm/v1/sample/sampler.py::Sampler.gather_logprobs`), which tests/test_concordance.py looks up in the source.
+`v0` names files of vLLM v0.9.2, the last release that had V0's `vllm/spec_decode/` (removed by PR #21152 in
+July 2025; v0.10.0 is the first release without it); `ref` names anything else (Medusa, EAGLE, papers).
+
+Which modules need a row (`modules_needing_rows`): every `.py` file under minispec/ and kernels/, except an
+`__init__.py` that holds no logic, i.e. whose top-level statements are only a docstring, imports, plain
+assignments (`__all__`, a `_LAZY` name table), an `if TYPE_CHECKING:` block and a module `__getattr__`
+(the lazy re-export hook).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+VLLM_VERSION = "v0.32.0"
+V0_VERSION = "v0.9.2"  # the last release with vllm/spec_decode/ (PR #21152 removed it; absent from v0.10.0)
+GITHUB = "https://github.com/vllm-project/vllm"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DOC_PATH = REPO_ROOT / "docs" / "concordance.md"
+
+
+def permalink(path: str, version: str = VLLM_VERSION) -> str:
+    """GitHub permalink of a vLLM path at a release tag (`tree` for folders, which end in '/')."""
+    file_path = path.split("::")[0]
+    kind = "tree" if file_path.endswith("/") else "blob"
+    return f"{GITHUB}/{kind}/{version}/{file_path.rstrip('/')}"
+
+
+@dataclass(frozen=True)
+class VllmRef:
+    """One vLLM path, optionally with a symbol in it (a class, function or `Class.method`)."""
+
+    path: str
+    symbol: str = ""
+    version: str = VLLM_VERSION
+
+    @classmethod
+    def parse(cls, text: str, version: str = VLLM_VERSION) -> VllmRef:
+        path, _, symbol = text.partition("::")
+        return cls(path, symbol, version)
+
+    @property
+    def url(self) -> str:
+        return permalink(self.path, self.version)
+
+
+@dataclass(frozen=True)
+class Row:
+    minispec: str  # repository-relative path of one minispec module
+    vllm: tuple[VllmRef, ...]  # its v0.32.0 counterparts; empty when vLLM has none
+    simplifies: str  # what minispec leaves out or does more simply; for no-counterpart rows, what it is for
+    beyond: str = ""  # what minispec does that vLLM v0.32.0 does not
+    v0: tuple[VllmRef, ...] = ()  # V0 files (vLLM v0.9.2) it also follows
+    ref: str = ""  # other references: Medusa, EAGLE, transformers, papers
+
+    @property
+    def has_counterpart(self) -> bool:
+        return bool(self.vllm)
+
+    def search_text(self) -> str:
+        refs = " ".join(r.path + " " + r.symbol for r in self.vllm + self.v0)
+        return f"{self.minispec} {refs} {self.simplifies} {self.beyond} {self.ref}".lower()
+
+
+def R(minispec: str, vllm: str, simplifies: str, beyond: str = "", v0: str = "", ref: str = "") -> Row:
+    """One row; `vllm` and `v0` are space-separated paths (each may end in `::symbol`)."""
+    return Row(
+        minispec,
+        tuple(VllmRef.parse(p) for p in vllm.split()),
+        simplifies,
+        beyond,
+        tuple(VllmRef.parse(p, V0_VERSION) for p in v0.split()),
+        ref,
+    )
+
+
+NONE = ""  # no vLLM counterpart
+
+# fmt: off
+ROWS: list[Row] = [
+    # ---- entry point, outputs, parameters, configuration ------------------------------------------------
+    R("minispec/__init__.py", "vllm/__init__.py", "Five lazily imported names (LLM, SamplingParams, SpeculativeConfig, RequestOutput, CompletionOutput)"),
+    R("minispec/entrypoints/llm.py", "vllm/entrypoints/llm.py::LLM", "`LLM.generate` only (no chat, encode, beam search); prompts as str or `{\"prompt_token_ids\": ...}`; the step loop runs in the caller's thread"),
+    R("minispec/outputs.py", "vllm/outputs.py::RequestOutput vllm/logprobs.py::Logprob", "One completion per request (n = 1); logprobs as plain dicts of `Logprob`"),
+    R("minispec/sampling_params.py", "vllm/sampling_params.py::SamplingParams", "Only the fields the V1 sampler uses (no n, best_of, stop strings, structured output, min_tokens); a @dataclass checked in `__post_init__`, every bad value a ValueError naming field, value and range"),
+    R("minispec/config.py", "vllm/config/model.py::ModelConfig vllm/config/cache.py::CacheConfig vllm/config/scheduler.py::SchedulerConfig vllm/config/speculative.py::SpeculativeConfig", "Four small dataclasses; the KV cache sized from a byte budget, not by profiling GPU memory; `speculative_config` keys as vLLM's, plus `acceptance_method` and the tree knobs", beyond="`acceptance_method=\"typical_acceptance_sampler\"` (V0's option) and EAGLE-2 tree knobs (`total_tokens`, `depth`, `top_k`) in the speculative config"),
+    # ---- engine, scheduler, KV cache --------------------------------------------------------------------
+    R("minispec/engine/llm_engine.py", "vllm/v1/engine/llm_engine.py::LLMEngine vllm/v1/engine/core.py::EngineCore.step vllm/v1/engine/input_processor.py vllm/v1/engine/output_processor.py", "One process: input processing, the engine core's step and output processing in one class; detokenises once, when a request finishes"),
+    R("minispec/core/request.py", "vllm/v1/request.py::Request vllm/v1/request.py::RequestStatus", "No multimodal inputs, LoRA, structured output or priorities; five statuses (WAITING, RUNNING, PREEMPTED, FINISHED_STOPPED, FINISHED_LENGTH_CAPPED)"),
+    R("minispec/core/block_pool.py", "vllm/v1/core/block_pool.py::BlockPool", "No prefix caching: a plain free-block queue"),
+    R("minispec/core/kv_cache_manager.py", "vllm/v1/core/kv_cache_manager.py::KVCacheManager.allocate_slots", "One KV cache group, no prefix-cache hits, no sliding window; rejected drafts need no bookkeeping"),
+    R("minispec/core/sched/scheduler.py", "vllm/v1/core/sched/scheduler.py::Scheduler.schedule vllm/v1/core/sched/scheduler.py::Scheduler.update_from_output", "FCFS only; preemption by recompute of the newest request; rollback of rejected drafts by lowering `num_computed_tokens`"),
+    R("minispec/core/sched/output.py", "vllm/v1/core/sched/output.py::SchedulerOutput", "Passes the Request objects themselves instead of new / cached per-step diffs (one process, no IPC)"),
+    # ---- model runner, attention, models, loading -------------------------------------------------------
+    R("minispec/worker/model_runner.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._prepare_inputs vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.execute_model vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.propose_draft_token_ids", "No persistent InputBatch, CUDA graphs or async scheduling; the flattened batch is rebuilt with numpy every step; sampling and drafting happen inside `execute_model`"),
+    R("minispec/worker/tree_verification.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner", "A mixin of ModelRunner: per-request Python walk of each token tree and KV compaction by slot copies", beyond="Verifies token trees (Medusa and EAGLE trees, greedy or sampled); v0.32.0 has no tree verification", ref="Medusa `medusa/model/utils.py` (`tree_decoding`, `evaluate_posterior`)"),
+    R("minispec/attention/paged_attention.py", "vllm/v1/attention/backends/flash_attn.py::FlashAttentionImpl vllm/v1/attention/backends/cpu_attn.py vllm/_custom_ops.py::reshape_and_cache_flash", "Gathers each request's keys into a padded batch and calls `scaled_dot_product_attention` with a boolean mask (causal, or a tree mask among the new tokens), instead of a paged-attention kernel", beyond="Custom (tree) masks over a request's new tokens; v0.32.0 ships no tree attention backend"),
+    R("minispec/model_executor/model_loader.py", "vllm/model_executor/model_loader/default_loader.py::DefaultModelLoader vllm/model_executor/model_loader/weight_utils.py::safetensors_weights_iterator", "Local folders only (and `zoo:` names), safetensors only (sharded or not); nothing is downloaded"),
+    R("minispec/model_executor/models/llama.py", "vllm/model_executor/models/llama.py::LlamaForCausalLM vllm/model_executor/models/qwen2.py vllm/model_executor/models/qwen3.py", "Plain nn.Linear (no tensor parallelism, no quantisation); default RoPE only; Llama, Qwen2 and Qwen3 switched by the config"),
+    R("minispec/model_executor/models/llama_eagle.py", "vllm/model_executor/models/llama_eagle.py::EagleLlamaForCausalLM", "One draft layer on minispec's paged attention; lm_head (and, unless the checkpoint has its own, embed_tokens) borrowed from the target; no tensor parallelism or quantisation", ref="SafeAILab/EAGLE `eagle/model/cnets1.py`"),
+    R("minispec/model_executor/models/llama_eagle3.py", "vllm/model_executor/models/llama_eagle3.py::Eagle3LlamaForCausalLM", "One `midlayer`; logits stay in the draft vocabulary and ids go through `d2t` (vLLM scatters logits to the full vocabulary); no parallel drafting", ref="SafeAILab/EAGLE `eagle/model/cnets.py`"),
+    R("minispec/model_executor/models/medusa.py", "vllm/model_executor/models/medusa.py::Medusa", "Heads only (ResBlocks + own vocabulary projection); no tensor parallelism, no truncated vocabulary; loads and saves Medusa-1 folders", ref="FasterDecoding/Medusa `medusa/model/medusa_model.py`"),
+    # ---- sampler -----------------------------------------------------------------------------------------
+    R("minispec/sample/sampler.py", "vllm/v1/sample/sampler.py::Sampler vllm/v1/outputs.py::SamplerOutput", "Same step order; only logprobs_mode \"raw_logprobs\"; no bad words, allowed tokens or min_tokens; works on a float32 copy, never in place"),
+    R("minispec/sample/metadata.py", "vllm/v1/sample/metadata.py::SamplingMetadata vllm/v1/worker/gpu_input_batch.py::InputBatch", "Rebuilt from the requests every step (`SamplingMetadata.from_requests`) instead of kept in a persistent InputBatch; min_p and logit_bias are plain fields instead of stateful processors"),
+    R("minispec/sample/logprobs.py", "vllm/v1/outputs.py::LogprobsTensors vllm/v1/sample/sampler.py::Sampler.gather_logprobs vllm/v1/sample/ops/logprobs.py::batched_count_greater_than", "Token ids kept int64; no torch.compile; no prompt logprobs"),
+    R("minispec/sample/ops/topk_topp_sampler.py", "vllm/v1/sample/ops/topk_topp_sampler.py::apply_top_k_top_p vllm/v1/sample/ops/topk_topp_sampler.py::random_sample", "PyTorch path only (no FlashInfer, Triton or aiter kernels); a stable descending sort, so ties rank by token id"),
+    R("minispec/sample/ops/penalties.py", "vllm/v1/sample/ops/penalties.py::apply_all_penalties vllm/model_executor/layers/utils.py::apply_penalties vllm/model_executor/layers/utils.py::get_token_bin_counts_and_mask", "The bin-count helpers live in the same file; out of place"),
+    R("minispec/sample/ops/builtin.py", "vllm/v1/sample/logits_processor/builtin.py::MinPLogitsProcessor vllm/v1/sample/logits_processor/builtin.py::LogitBiasLogitsProcessor", "min-p and logit bias as two functions over the step's metadata, not stateful processors tracking batch updates; no min_tokens"),
+    # ---- speculative decoding: verification ----------------------------------------------------------------
+    R("minispec/sample/rejection_sampler.py", "vllm/v1/sample/rejection_sampler.py::RejectionSampler vllm/v1/sample/rejection_sampler.py::rejection_sample vllm/v1/sample/rejection_sampler.py::expand_batch_to_tokens vllm/v1/sample/rejection_sampler.py::generate_uniform_probs", "The random draws are made first and handed to pure functions (`*_ref`), which the Triton kernels match bit for bit; `backend=` picks PyTorch or Triton; no synthetic or block verification", beyond="Target rows go through the sampler's whole pipeline (logit bias, penalties, min-p, top-k, top-p) before verification, so min_p and logit_bias work under speculation exactly", v0="vllm/model_executor/layers/rejection_sampler.py vllm/model_executor/layers/spec_decode_base_sampler.py"),
+    R("kernels/rejection_sampler.py", "vllm/v1/sample/rejection_sampler.py::rejection_greedy_sample_kernel vllm/v1/sample/rejection_sampler.py::rejection_random_sample_kernel vllm/v1/sample/rejection_sampler.py::sample_recovered_tokens_kernel", "Compile-time flags with a dummy pointer instead of None pointers (the same code in the interpreter and compiled); correctly rounded division in the accept test; no synthetic mode or fp64 Gumbel option"),
+    R("kernels/__init__.py", NONE, "Makes the top-level kernels/ folder importable as `minispec.kernels` without shadowing PyPI's unrelated `kernels` distribution"),
+    R("minispec/sample/typical_acceptance.py", NONE, "Medusa's typical acceptance with RejectionSampler's output layout; a per-request Python loop; greedy rows use a one-hot target (exact greedy verification)", beyond="Typical acceptance (V0 only; no V1 counterpart), also over whole trees (`accept_tree`)", v0="vllm/model_executor/layers/typical_acceptance_sampler.py", ref="Medusa `medusa/model/utils.py` (`evaluate_posterior`)"),
+    R("minispec/sample/tree_sampler.py", NONE, "Sibling-by-sibling rejection for one-hot tree drafts as a pure function over one node's probabilities, with a path walker; float64 on the host", beyond="Lossless sampled verification of token trees (EAGLE's rule); v0.32.0 has no tree verification", ref="SafeAILab/EAGLE `eagle/model/utils.py` (`evaluate_posterior`)"),
+    R("minispec/spec_decode/metadata.py", "vllm/v1/spec_decode/metadata.py::SpecDecodeMetadata vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._calc_spec_decode_metadata", "The builder `calc_spec_decode_metadata` takes the draft ids directly instead of gathering them from input_ids; numpy on the host, then one copy to the device", v0="vllm/spec_decode/interfaces.py"),
+    R("minispec/spec_decode/metrics.py", "vllm/v1/spec_decode/metrics.py::SpecDecodingStats vllm/v1/spec_decode/metrics.py::SpecDecodingLogging", "Counters and derived rates only (no Prometheus); `log_line` formats the logger's line", beyond="Also reports V0's `system_efficiency`", v0="vllm/spec_decode/metrics.py"),
+    # ---- speculative decoding: proposers ---------------------------------------------------------------------
+    R("minispec/spec_decode/ngram_proposer.py", "vllm/v1/spec_decode/ngram_proposer.py::NgramProposer", "A Z-function over the reversed tokens in plain Python / numpy instead of a numba scan; one request at a time, no threads", v0="vllm/spec_decode/ngram_worker.py"),
+    R("minispec/spec_decode/draft_model.py", "vllm/v1/spec_decode/draft_model.py::DraftModelProposer vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer", "Runs the draft through minispec's own model runner with its own paged cache; draft-side KV rollback by comparing cached and accepted tokens", beyond="Samples random requests' drafts and passes their probabilities to the rejection sampler (v0.32.0 drafts greedily unless `draft_sample_method=\"probabilistic\"`)", v0="vllm/spec_decode/multi_step_worker.py vllm/spec_decode/draft_model_runner.py"),
+    R("minispec/spec_decode/medusa.py", "vllm/v1/spec_decode/medusa.py::MedusaProposer", "Reads the hidden state at each request's last accepted token, handed over by the model runner", beyond="Medusa's tree mode (top-k per head placed by `tree_indices`); vLLM drafts a chain (each head's argmax)", v0="vllm/spec_decode/medusa_worker.py", ref="FasterDecoding/Medusa `medusa/model/utils.py` (`generate_candidates`)"),
+    R("minispec/spec_decode/eagle.py", "vllm/v1/spec_decode/eagle.py::EagleProposer vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.propose", "The draft's KV cache is its own paged cache with a hand-built AttentionMetadata per step (no CUDA graphs, no padded batch); target features kept per request until used", beyond="Static and EAGLE-2 dynamic draft trees; sampled chain drafts at temperature > 0 with their probabilities", v0="vllm/spec_decode/multi_step_worker.py"),
+    R("minispec/spec_decode/eagle_tree.py", NONE, "Static trees from rank paths and EAGLE-2 dynamic trees (total_tokens, depth, top_k) per request, Python loops over nodes; every step's tree can be kept for inspection", beyond="EAGLE-2 dynamic trees; v0.32.0 has no tree drafting", ref="SafeAILab/EAGLE `eagle/model/cnets.py` (`topK_genrate`)"),
+    R("minispec/spec_decode/tree.py", NONE, "A tree is a parent list; mask, position ids, retrieve and tree indices built in plain Python; the accepted path's KV copied onto consecutive slots (`compact_kv_cache`)", beyond="Token trees (vLLM's string-of-tuples syntax is accepted); v0.32.0 has neither `speculative_token_tree` nor a tree attention backend", ref="FasterDecoding/Medusa `medusa/model/utils.py` (`generate_medusa_buffers`)"),
+    # ---- teaching helpers (no counterpart) ----------------------------------------------------------------------
+    R("minispec/concordance.py", NONE, "This table as data: rows, permalinks, the markdown generator and its staleness check (chapter 7)"),
+    R("minispec/teach/theory.py", NONE, "Leviathan et al.'s closed forms E = (1 - a^(k+1)) / (1 - a), E / (k c + 1) and E / (k c + v), vectorised over numpy arrays", ref="Leviathan et al. 2023, section 3"),
+    R("minispec/teach/toy.py", NONE, "One position of speculative sampling in numpy: draw from q, accept with min(1, p/q), else draw from norm(max(p - q, 0)); teaches what `rejection_random_sample_kernel` does per position"),
+    R("minispec/teach/walkthrough.py", NONE, "One speculative step taken apart with plain Hugging Face forwards; the decision is the production `rejection_sample`, every intermediate kept for display (chapter 2)"),
+    R("minispec/teach/sampler_stages.py", NONE, "The V1 sampler taken apart for one request: the distribution after each step of `Sampler`'s pipeline, from the production ops (chapter 6)"),
+    R("minispec/teach/tree_theory.py", NONE, "Expected tokens per step of a token tree and the best tree of n nodes from per-depth, per-rank acceptance (Medusa's and Sequoia's model; chapters 3 and 4)"),
+    R("minispec/teach/kernel_grid.py", NONE, "The rejection sampler's Triton launches as data (grids, programs, vocabulary tiles), recorded from the production path on meta tensors (chapter 6)"),
+    R("minispec/teach/traces.py", NONE, "Medusa / EAGLE verification steps recorded as data from two engine hooks that are off by default: proposals, target logits, accepted paths (chapters 3 and 4)"),
+    R("minispec/teach/batch_expansion.py", NONE, "V0's two ways to score k + 1 positions, through minispec's model on the paged cache: k + 1 single-token sequences sharing the context (`BatchExpansionTop1Scorer`) or one sequence with k + 1 queries (`MQAScorer`, V1's way); same logits, timed (chapter 7)", v0="vllm/spec_decode/batch_expansion.py vllm/spec_decode/mqa_scorer.py"),
+    R("minispec/teach/call_trace.py", NONE, "A sys.setprofile tracer that records the call tree of minispec's own functions during a call, e.g. one engine step from `LLM.generate` to `Scheduler.update_from_output` (chapter 7)"),
+    R("minispec/teach/lifecycle.py", NONE, "Drives an engine step by step and records every request's status (WAITING, RUNNING, PREEMPTED, FINISHED_*) from `llm.llm_engine.scheduler` (chapter 7)"),
+    R("minispec/teach/exercises/__init__.py", NONE, "The exercise registry of all chapters: `check(key, answer)` in a notebook cell, solutions behind `show_solution(key)`"),
+    R("minispec/teach/exercises/ch00.py", NONE, "Chapter 0's exercises: reading the SpecDecoding log line (the counters of `vllm/v1/spec_decode/metrics.py`)"),
+    R("minispec/teach/exercises/ch01.py", NONE, "Chapter 1's exercises: ridge point, memory-bound tokens, KV bytes, from `minispec.bench.accelerators`"),
+    R("minispec/teach/exercises/ch02.py", NONE, "Chapter 2's exercises: acceptance probability, tokens per step, ideal speedup"),
+    R("minispec/teach/exercises/ch07.py", NONE, "Chapter 7's exercises: which minispec file and which vLLM file to edit for a change; batch expansion's sequence count"),
+    # ---- figures (no counterpart) -------------------------------------------------------------------------------
+    R("minispec/viz/notebook.py", NONE, "The fast-mode switch (`MINISPEC_FAST=1`) and numeric answer checks every chapter uses"),
+    R("minispec/viz/course_map.py", NONE, "Chapter 0's course map: chapters, the vLLM v0.32.0 files each walks through, one engine step drawn as boxes"),
+    R("minispec/viz/widgets.py", NONE, "`interactive_or_static`: ipywidgets with a person looking, one static figure otherwise (MINISPEC_FAST / MINISPEC_STATIC, or no kernel)"),
+    R("minispec/viz/env.py", NONE, "Chapter 0's report of versions, cores, accelerator and zoo models; a short cousin of `vllm/collect_env.py`"),
+    R("minispec/viz/tokens.py", NONE, "Coloured tokens of one speculative step as HTML (accepted, rejected, recovered, bonus): what `vllm/v1/spec_decode/metrics.py` counts, drawn"),
+    R("minispec/viz/roofline.py", NONE, "Chapter 1's figures: timing curves, rooflines and datasheet predictions"),
+    R("minispec/viz/speculation.py", NONE, "Chapter 2's idealised figures: the toy sampler's histogram and Leviathan's curves"),
+    R("minispec/viz/draft_verify.py", NONE, "Chapter 2's traced-step HTML and bars, the rejection sampling experiment, and the curves against k with measurements on top"),
+    R("minispec/viz/trees.py", NONE, "Chapters 3 and 4's figures of token trees: the tree, its mask and buffers, KV compaction, EAGLE-2's expansion, per-depth acceptance"),
+    R("minispec/viz/components.py", NONE, "Chapter 7's figures: minispec's tree beside vLLM V1's and V0's, the searchable concordance, scoring times, the call tree of one step, a request lifecycle"),
+    # ---- benchmarks (no counterpart file, or vLLM's benchmark CLI) ------------------------------------------------
+    R("minispec/bench/roofline.py", NONE, "Chapter 1's microbenchmarks: a decode-like matmul t(M), copy bandwidth, matmul peak, arithmetic intensity; CPU-first, best-of-repeats timing"),
+    R("minispec/bench/accelerators.py", NONE, "Four accelerators' datasheet peak and bandwidth; a decode step modelled as max(weight bytes / bandwidth, 2 params tokens / peak): why vLLM has CUDA graphs, continuous batching and speculative decoding"),
+    R("minispec/bench/model_forward.py", NONE, "Times one forward over M new tokens on a cached context through the model runner (chapter 1's curve)"),
+    R("minispec/bench/engine.py", "vllm/benchmarks/throughput.py", "Decode tokens/s against transformers' `generate` in the same process, as a ratio"),
+    R("minispec/bench/spec_decode.py", "vllm/benchmarks/throughput.py", "Batch-1 greedy speedup of each speculative method against plain decoding in the same run, with the measured c and v and the theory's prediction"),
+    R("minispec/bench/spec_sweep.py", "vllm/benchmarks/latency.py", "Greedy batch-1 sweep over k through the engine: acceptance counters, plain vs speculative time on one thread, an output-equality check"),
+    R("minispec/bench/medusa.py", NONE, "Mean acceptance length of Medusa chain vs tree (and typical acceptance) on held-out zoo prompts, greedy"),
+    R("minispec/bench/eagle.py", "vllm/benchmarks/throughput.py", "Batch-1 greedy mean acceptance length of EAGLE-1/2/3 next to the draft-model pair, with an output-equality check"),
+    R("minispec/bench/rejection_sampler_gpu.py", NONE, "The rejection sampler's kernels on a GPU: exactness against the reference, time against the reference and the memory floor, CSV to docs/data"),
+    R("minispec/bench/gpu_all.py", NONE, "One command for a lent GPU: kernel checks and timings, roofline, forward times, CUDA exactness of every speculative method"),
+    R("minispec/bench/vs_vllm.py", NONE, "minispec against real vLLM v0.32.0 (CPU build, in `.venv-vllm`, run in a subprocess) on the same prompts and speculative configs: outputs and counters side by side"),
+    # ---- the model zoo (no counterpart: vLLM serves models trained elsewhere) --------------------------------------
+    R("minispec/zoo/__init__.py", NONE, "`zoo.path(name)` and `zoo.resolve(\"zoo:target\")`: models shipped inside the package, so nothing downloads"),
+    R("minispec/zoo/configs.py", NONE, "Two fixed Llama shapes (target and a much cheaper draft)", ref="transformers `models/llama/configuration_llama.py`"),
+    R("minispec/zoo/corpus.py", NONE, "Training text is the interpreter's own standard library source; the held-out split fixed by sha256 of each file's path; deterministic code-completion prompts"),
+    R("minispec/zoo/tokenizer.py", NONE, "One 4096-entry byte-level BPE shared by every zoo model, saved as a PreTrainedTokenizerFast"),
+    R("minispec/zoo/train.py", NONE, "Time-boxed CPU training of the target and a draft distilled from it, with transformers' LlamaForCausalLM"),
+    R("minispec/zoo/train_medusa.py", NONE, "Time-boxed CPU training of Medusa-1 heads on the frozen target", ref="FasterDecoding/Medusa `medusa/train/train.py`"),
+    R("minispec/zoo/train_eagle.py", NONE, "Time-boxed CPU training of EAGLE-1 / EAGLE-3 heads on the target's own hidden states", ref="SafeAILab/EAGLE `eagle/train/`, `eagle/traineagle3/`"),
+    R("minispec/zoo/evaluate.py", NONE, "Offline greedy acceptance per position and held-out perplexity with transformers, no engine (vLLM counts acceptance online in `vllm/v1/spec_decode/metrics.py`)"),
+]
+# fmt: on
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A behaviour where minispec and vLLM v0.32.0 differ on purpose."""
+
+    title: str
+    detail: str
+    minispec: tuple[str, ...] = ()
+    vllm: tuple[VllmRef, ...] = field(default_factory=tuple)
+
+
+def D(title: str, detail: str, minispec: str = "", vllm: str = "") -> Difference:
+    return Difference(title, detail, tuple(minispec.split()), tuple(VllmRef.parse(p) for p in vllm.split()))
+
+
+KNOWN_DIFFERENCES: list[Difference] = [
+    D(
+        "min_p and logit_bias under speculation",
+        "minispec applies them to every target row before verification, so speculative output follows the same "
+        "distribution as plain sampling; vLLM refuses both when a speculative config is set.",
+        "minispec/sample/rejection_sampler.py",
+        "vllm/sampling_params.py::SamplingParams._validate_spec_decode",
+    ),
+    D(
+        "Token trees",
+        "minispec verifies Medusa trees and EAGLE static and EAGLE-2 dynamic trees, greedily or by EAGLE's "
+        "sibling-by-sibling rejection sampling at temperature > 0; v0.32.0 has no tree speculation at all (no "
+        "`speculative_token_tree`, no tree attention backend; Medusa and EAGLE draft chains).",
+        "minispec/spec_decode/tree.py minispec/spec_decode/eagle_tree.py minispec/sample/tree_sampler.py",
+        "vllm/config/speculative.py::SpeculativeConfig",
+    ),
+    D(
+        "Typical acceptance",
+        'minispec keeps Medusa\'s typical acceptance (`acceptance_method="typical_acceptance_sampler"`), which V0 '
+        "had (vLLM v0.9.2 `vllm/model_executor/layers/typical_acceptance_sampler.py`); V1 has only rejection "
+        "sampling (plus synthetic and block verification).",
+        "minispec/sample/typical_acceptance.py",
+        "vllm/config/speculative.py::SpeculativeConfig",
+    ),
+    D(
+        "Draft sampling at temperature > 0",
+        "minispec's draft model and EAGLE chains sample random requests' drafts and hand their probabilities to "
+        "the rejection sampler; vLLM drafts greedily by default and treats the drafts as one-hot "
+        '(`draft_sample_method="greedy"`; "probabilistic" is opt-in).',
+        "minispec/spec_decode/draft_model.py minispec/spec_decode/eagle.py",
+        "vllm/config/speculative.py::SpeculativeConfig vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer",
+    ),
+    D(
+        "Which model runner",
+        "minispec mirrors the V1 model runner (`gpu_model_runner.py`, proposers in `vllm/v1/spec_decode/`, which "
+        "the CPU runner subclasses). v0.32.0 also ships Model Runner V2 (`vllm/v1/worker/gpu/`, speculators in "
+        "`vllm/v1/worker/gpu/spec_decode/`), chosen by default where Triton is present and the features are "
+        "supported (`VllmConfig.use_v2_model_runner`).",
+        "minispec/worker/model_runner.py",
+        "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner vllm/v1/worker/gpu/model_runner.py vllm/config/vllm.py::VllmConfig.use_v2_model_runner",
+    ),
+]
+
+
+# ---- vLLM V0's speculative decoding (v0.9.2) and where each job lives in V1 (v0.32.0) ---------------------------
+@dataclass(frozen=True)
+class V0File:
+    path: str  # in vLLM v0.9.2
+    held: str  # what it did
+    v1_home: tuple[VllmRef, ...]  # where that job lives in v0.32.0 (empty: gone)
+    v1_note: str
+    minispec: tuple[str, ...] = ()
+
+    @property
+    def url(self) -> str:
+        return permalink(self.path, V0_VERSION)
+
+
+def V0(path: str, held: str, v1: str, note: str, minispec: str = "") -> V0File:
+    return V0File(path, held, tuple(VllmRef.parse(p) for p in v1.split()), note, tuple(minispec.split()))
+
+
+# fmt: off
+V0_LAYOUT: list[V0File] = [
+    V0("vllm/spec_decode/spec_decode_worker.py", "`SpecDecodeWorker`: each step propose, score, verify; `create_worker` picks proposer, scorer and sampler; `disable_by_batch_size`", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.propose_draft_token_ids vllm/v1/core/sched/scheduler.py::Scheduler.schedule", "the runner builds the drafter from the config and drafts after sampling; the scheduler gives each request 1 + k tokens", "minispec/worker/model_runner.py minispec/engine/llm_engine.py"),
+    V0("vllm/spec_decode/interfaces.py", "`SpeculativeProposals`, `SpeculativeScores` and the proposer / scorer interfaces", "vllm/v1/spec_decode/metadata.py::SpecDecodeMetadata", "where drafts and their logits rows sit in the flattened batch", "minispec/spec_decode/metadata.py"),
+    V0("vllm/spec_decode/proposer_worker_base.py", "`ProposerWorkerBase`, `NonLLMProposerWorkerBase`", "vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer", "proposers are plain objects owned by the runner, not workers", "minispec/spec_decode/draft_model.py"),
+    V0("vllm/spec_decode/top1_proposer.py", "`Top1Proposer`: a proposal of length k or 0 per sequence (0 when it would pass the max length), merged into one batch", "vllm/v1/core/sched/scheduler.py::Scheduler.schedule", "drafts are ragged per request (zero allowed) and capped by the scheduler", "minispec/core/sched/scheduler.py"),
+    V0("vllm/spec_decode/multi_step_worker.py", "`MultiStepWorker`: k autoregressive draft steps (draft model, EAGLE)", "vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.propose vllm/v1/spec_decode/draft_model.py::DraftModelProposer vllm/v1/spec_decode/eagle.py::EagleProposer", "one base proposer for draft models and EAGLE", "minispec/spec_decode/draft_model.py minispec/spec_decode/eagle.py"),
+    V0("vllm/spec_decode/draft_model_runner.py", "`TP1DraftModelRunner`: advances the draft several steps on the GPU without going back to the scheduler", "vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.propose", "the proposer runs its k forward passes inside one model-runner step", "minispec/spec_decode/draft_model.py"),
+    V0("vllm/spec_decode/ngram_worker.py", "`NGramWorker`: prompt lookup", "vllm/v1/spec_decode/ngram_proposer.py::NgramProposer", "numba scan on the host (a GPU variant sits beside it)", "minispec/spec_decode/ngram_proposer.py"),
+    V0("vllm/spec_decode/medusa_worker.py", "`MedusaWorker`: Medusa heads over the target's hidden states", "vllm/v1/spec_decode/medusa.py::MedusaProposer", "chain only: each head's argmax", "minispec/spec_decode/medusa.py"),
+    V0("vllm/spec_decode/mlp_speculator_worker.py", "`MLPSpeculatorWorker`: IBM's MLP speculator", "", "no V1 drafter for it in v0.32.0's runner (the model file `vllm/model_executor/models/mlp_speculator.py` remains)"),
+    V0("vllm/spec_decode/smaller_tp_proposer_worker.py", "runs the draft at a smaller tensor-parallel degree than the target", "vllm/config/speculative.py::SpeculativeConfig", "`draft_tensor_parallel_size` in the config"),
+    V0("vllm/spec_decode/batch_expansion.py", "`BatchExpansionTop1Scorer`: each sequence expanded into k + 1 single-token sequences sharing its context, scored by a decode forward", "", "gone: V1 scores all k + 1 tokens of a request as one multi-query sequence", "minispec/teach/batch_expansion.py"),
+    V0("vllm/spec_decode/mqa_scorer.py", "`MQAScorer`: all k + 1 tokens of a sequence scored as queries of one sequence (needed FlashAttention and eager mode)", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._calc_spec_decode_metadata", "the V1 way: one flattened varlen batch, logits only at `logits_indices`", "minispec/worker/model_runner.py minispec/teach/batch_expansion.py"),
+    V0("vllm/spec_decode/target_model_runner.py", "`TargetModelRunner`: the target's runner, with logprobs switchable", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner", "one runner for target and verification", "minispec/worker/model_runner.py"),
+    V0("vllm/spec_decode/metrics.py", "`SpecDecodeWorkerMetrics`: `draft_acceptance_rate`, `system_efficiency`; `AsyncMetricsCollector`", "vllm/v1/spec_decode/metrics.py::SpecDecodingStats", "counters of accepted prefixes per position, logged and exported to Prometheus", "minispec/spec_decode/metrics.py"),
+    V0("vllm/spec_decode/util.py", "`split_batch_by_proposal_len`, `sampler_output_to_torch`, `Timer`, `nvtx_range`", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner", "spread over the runner"),
+    V0("vllm/model_executor/layers/spec_decode_base_sampler.py", "`SpecDecodeBaseSampler`: deterministic and stochastic verification samplers", "vllm/v1/sample/rejection_sampler.py::RejectionSampler", "one sampler module with Triton kernels", "minispec/sample/rejection_sampler.py"),
+    V0("vllm/model_executor/layers/rejection_sampler.py", "V0's `RejectionSampler` (PyTorch)", "vllm/v1/sample/rejection_sampler.py::rejection_sample", "greedy and random kernels, one program per request", "minispec/sample/rejection_sampler.py kernels/rejection_sampler.py"),
+    V0("vllm/model_executor/layers/typical_acceptance_sampler.py", "`TypicalAcceptanceSampler`: Medusa's entropy-based acceptance", "", "none in V1", "minispec/sample/typical_acceptance.py"),
+]
+# fmt: on
+
+# The files of vLLM v0.32.0 in the folders chapter 7 walks through (no __init__.py; v1/worker's gpu/ and cpu/
+# subfolders, Model Runner V2, left out). tests/test_concordance.py compares this with the real tree.
+V1_TREE: dict[str, list[str]] = {
+    "vllm/v1/spec_decode/": "custom_class_proposer.py dflash.py draft_model.py dynamic/utils.py eagle.py extract_hidden_states.py gemma4.py llm_base_proposer.py medusa.py metadata.py metrics.py ngram_proposer.py ngram_proposer_gpu.py step3p5.py suffix_decoding.py utils.py vocab_mapping.py".split(),  # noqa: E501
+    "vllm/v1/sample/": "logits_processor/builtin.py logits_processor/interface.py logits_processor/state.py metadata.py ops/bad_words.py ops/logprobs.py ops/penalties.py ops/topk_topp_sampler.py ops/topk_topp_triton.py rejection_sampler.py sampler.py thinking_budget_state.py".split(),  # noqa: E501
+    "vllm/v1/worker/": "block_table.py cp_utils.py cpu_model_runner.py cpu_worker.py dp_utils.py ec_connector_model_runner_mixin.py encoder_cudagraph.py encoder_cudagraph_defs.py gpu_input_batch.py gpu_model_runner.py gpu_ubatch_wrapper.py gpu_worker.py kv_connector_model_runner_mixin.py lora_model_runner_mixin.py mamba_utils.py mm_encoder_model_runner.py startup_plan.py ubatch_utils.py ubatching.py utils.py worker_base.py workspace.py xpu_model_runner.py xpu_worker.py".split(),  # noqa: E501
+    "vllm/v1/core/": "block_pool.py encoder_cache_manager.py kv_cache_coordinator.py kv_cache_manager.py kv_cache_metrics.py kv_cache_utils.py sched/async_scheduler.py sched/diffusion_scheduler.py sched/interface.py sched/output.py sched/request_queue.py sched/scheduler.py sched/utils.py single_type_kv_cache_manager.py".split(),  # noqa: E501
+}
+V1_TREE_SKIPPED_SUBDIRS = {"vllm/v1/worker/": ("gpu", "cpu", "sentinel")}
+
+
+# ---- lookups -----------------------------------------------------------------------------------------------
+def row_for(minispec_path: str) -> Row:
+    for row in ROWS:
+        if row.minispec == minispec_path:
+            return row
+    raise ValueError(f"minispec_path={minispec_path!r} has no concordance row; known: {len(ROWS)} rows")
+
+
+def search(query: str, rows: list[Row] | None = None) -> list[Row]:
+    """Rows whose text contains every word of `query` (case-insensitive); all rows for an empty query."""
+    words = query.lower().split()
+    return [r for r in (ROWS if rows is None else rows) if all(w in r.search_text() for w in words)]
+
+
+def counterparts_of(vllm_path: str) -> list[Row]:
+    """The rows that name a vLLM v0.32.0 file (a path without symbol)."""
+    return [r for r in ROWS if any(ref.path == vllm_path for ref in r.vllm)]
+
+
+# ---- which modules need a row ---------------------------------------------------------------------------------
+def _only_reexports(source: str) -> bool:
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):  # docstring
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            continue
+        return False
+    return True
+
+
+def modules_needing_rows(root: Path = REPO_ROOT) -> list[str]:
+    """Every .py under minispec/ and kernels/ except logic-free __init__.py files (see the module docstring)."""
+    found = []
+    for top in ("minispec", "kernels"):
+        for path in sorted((root / top).rglob("*.py")):
+            if ".ipynb_checkpoints" in path.parts:
+                continue
+            if path.name == "__init__.py" and _only_reexports(path.read_text()):
+                continue
+            found.append(path.relative_to(root).as_posix())
+    return found
+
+
+# ---- the vLLM source tree, when there is one ------------------------------------------------------------------
+def find_vllm_source(root: Path = REPO_ROOT) -> Path | None:
+    """The folder holding a vLLM v0.32.0 `vllm/` package: the peer venv's, or /work/vllm-src; None otherwise."""
+    candidates = sorted(root.glob(".venv-vllm/lib/python3*/site-packages")) + [Path("/work/vllm-src")]
+    for base in candidates:
+        version = base / "vllm" / "_version.py"
+        if version.is_file() and "0.32.0" in version.read_text():
+            return base
+    return None
+
+
+def symbol_defined(source: str, symbol: str) -> bool:
+    """Every dotted part of `symbol` is a def, class or assignment target in `source`."""
+    for part in symbol.split("."):
+        pattern = rf"^\s*(?:(?:async\s+)?def|class)\s+{re.escape(part)}\b|^\s*{re.escape(part)}\s*[:=]"
+        if not re.search(pattern, source, flags=re.MULTILINE):
+            return False
+    return True
+
+
+def missing_vllm_refs(base: Path) -> list[str]:
+    """Every v0.32.0 path or symbol named by ROWS, KNOWN_DIFFERENCES or V0_LAYOUT that `base` lacks."""
+    refs = [ref for row in ROWS for ref in row.vllm]
+    refs += [ref for d in KNOWN_DIFFERENCES for ref in d.vllm]
+    refs += [ref for f in V0_LAYOUT for ref in f.v1_home]
+    missing = []
+    for ref in refs:
+        path = base / ref.path
+        if not path.exists():
+            missing.append(ref.path)
+        elif ref.symbol and not symbol_defined(path.read_text(), ref.symbol):
+            missing.append(f"{ref.path}::{ref.symbol}")
+    return sorted(set(missing))
+
+
+# ---- markdown ------------------------------------------------------------------------------------------------
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def refs_markdown(refs: tuple[VllmRef, ...]) -> str:
+    """Links to each path once, its symbols after it: [`vllm/v1/request.py`](...) (`Request`, `RequestStatus`)."""
+    by_path: dict[str, list[VllmRef]] = {}
+    for ref in refs:
+        by_path.setdefault(ref.path, []).append(ref)
+    parts = []
+    for path, group in by_path.items():
+        symbols = ", ".join(f"`{r.symbol}`" for r in group if r.symbol)
+        parts.append(f"[`{path}`]({group[0].url})" + (f" ({symbols})" if symbols else ""))
+    return ", ".join(parts)
+
+
+def _vllm_cell(row: Row) -> str:
+    parts = [refs_markdown(row.vllm) if row.vllm else "none"]
+    if row.v0:
+        parts.append(f"V0 ({V0_VERSION}): " + refs_markdown(row.v0))
+    if row.ref:
+        parts.append(f"also: {row.ref}")
+    return "; ".join(parts)
+
+
+def to_markdown() -> str:
+    lines = [
+        "# Concordance: minispec and vLLM v0.32.0",
+        "",
+        "<!-- Generated by `python -m minispec.concordance --write docs/concordance.md` from minispec/concordance.py;"
+        " do not edit by hand. -->",
+        "",
+        f"minispec mirrors **vLLM {VLLM_VERSION}**. Each row maps one minispec module to the files of that",
+        "release it follows; links are permalinks to the release tag. Rows whose vLLM column says *none* are",
+        "teaching, benchmark, figure or zoo modules with no counterpart, and say what they are for. V0 paths",
+        f"name vLLM {V0_VERSION}, the last release with V0's `vllm/spec_decode/` (removed by PR #21152 in July",
+        "2025, absent from v0.10.0). This page is generated from `minispec/concordance.py`;",
+        "`python -m minispec.concordance --check docs/concordance.md` fails when it is stale.",
+        "",
+        f"| minispec | vLLM {VLLM_VERSION} | what minispec simplifies (or, without a counterpart, what it is for) |",
+        "|---|---|---|",
+    ]
+    for row in ROWS:
+        lines.append(f"| `{row.minispec}` | {_cell(_vllm_cell(row))} | {_cell(row.simplifies)} |")
+    lines += ["", "## Where minispec goes beyond vLLM", ""]
+    lines += [f"- `{row.minispec}`: {row.beyond}." for row in ROWS if row.beyond]
+    lines += ["", f"## Known differences from {VLLM_VERSION}", ""]
+    for d in KNOWN_DIFFERENCES:
+        where = ", ".join(f"`{m}`" for m in d.minispec)
+        vllm = refs_markdown(d.vllm)
+        lines.append(f"- **{d.title}.** {d.detail} minispec: {where}; vLLM: {vllm}.")
+    return "\n".join(lines) + "\n"
+
+
+def skeleton_row(path: str) -> str:
+    return f'    R("{path}", NONE, "TODO: what it simplifies, or what it is for"),'
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m minispec.concordance", description=__doc__.splitlines()[0]
+    )
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", metavar="PATH", type=Path, help="write the markdown to PATH")
+    group.add_argument(
+        "--check", metavar="PATH", type=Path, help="exit 1 when PATH differs from the markdown"
+    )
+    group.add_argument("--missing", action="store_true", help="print skeleton rows for modules without a row")
+    args = parser.parse_args(argv)
+    if args.missing:
+        have = {r.minispec for r in ROWS}
+        todo = [p for p in modules_needing_rows() if p not in have]
+        for path in todo:
+            print(skeleton_row(path))
+        return 1 if todo else 0
+    text = to_markdown()
+    if args.write:
+        args.write.write_text(text)
+        print(f"wrote {args.write} ({len(ROWS)} rows)")
+        return 0
+    current = args.check.read_text() if args.check.is_file() else ""
+    if current == text:
+        print(f"{args.check} is up to date ({len(ROWS)} rows)")
+        return 0
+    diff = difflib.unified_diff(
+        current.splitlines(), text.splitlines(), str(args.check), "generated", lineterm=""
+    )
+    print("\n".join(list(diff)[:40]))
+    print(f"{args.check} is stale: run python -m minispec.concordance --write {args.check}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -156,6 +156,8 @@ ROWS: list[Row] = [
     R("minispec/teach/exercises/ch00.py", NONE, "Chapter 0's exercises: reading the SpecDecoding log line (the counters of `vllm/v1/spec_decode/metrics.py`)"),
     R("minispec/teach/exercises/ch01.py", NONE, "Chapter 1's exercises: ridge point, memory-bound tokens, KV bytes, from `minispec.bench.accelerators`"),
     R("minispec/teach/exercises/ch02.py", NONE, "Chapter 2's exercises: acceptance probability, tokens per step, ideal speedup"),
+    R("minispec/viz/sampler.py", NONE, "Chapter 6's figures: sampler stages as small multiples, min-p's order, the exponential race, SamplingMetadata as a table, the rejection sampler's output grid and parse_output, program grids and tiles, GPU timings against the memory floor"),
+    R("minispec/teach/exercises/ch06.py", NONE, "Chapter 6's exercises: top-k then top-p survivors, min-p's cut-off, the recovered-token kernel's grid, the greedy rejection rule checked against `rejection_greedy_sample_ref`"),
     R("minispec/teach/exercises/ch07.py", NONE, "Chapter 7's exercises: which minispec file and which vLLM file to edit for a change; batch expansion's sequence count"),
     # ---- figures (no counterpart) -------------------------------------------------------------------------------
     R("minispec/viz/notebook.py", NONE, "The fast-mode switch (`MINISPEC_FAST=1`) and numeric answer checks every chapter uses"),

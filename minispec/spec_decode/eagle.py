@@ -17,9 +17,10 @@ x_{p+2}. Each propose call:
 2. drafting, one batched forward per depth for every request at once: a node at depth d reads (its token,
    its parent's output state) at position c - 1 + d and writes the next free draft slot; it attends to the
    committed entries and to its ancestors (a tree mask built with tensor ops), never to its siblings.
-   - chain (`num_speculative_tokens` = k): one node per depth; random requests sample from the draft's
-     processed distribution and keep the probabilities for the rejection sampler (vLLM v0.32.0 does this with
-     `draft_sample_method="probabilistic"`; its default drafts greedily);
+   - chain (`num_speculative_tokens` = k): one node per depth; by default (`draft_sample_method="greedy"`, as
+     vLLM v0.32.0) every request drafts the draft's argmax, a one-hot proposal the rejection sampler verifies
+     losslessly; with "probabilistic" random requests sample from the draft's processed distribution and keep
+     the probabilities for the rejection sampler;
    - static tree (`speculative_token_tree`) and EAGLE-2 dynamic tree: `minispec/spec_decode/eagle_tree.py`.
 3. the tree of the call is kept (`last_trees[request_id]`, a `DraftTree`) for verification and notebooks.
 
@@ -51,6 +52,10 @@ def target_features(
         return hidden_states  # [T, H]
     index = {layer: i for i, layer in enumerate(sorted(set(aux_layers)))}
     return torch.cat([aux_hidden_states[index[layer]] for layer in aux_layers], dim=-1)  # [T, 3H]
+
+
+DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")  # vLLM v0.32.0's SpeculativeConfig.draft_sample_method
+GREEDY = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)  # argmax drafts for every row
 
 
 @dataclass
@@ -86,7 +91,12 @@ class EagleProposer(TreeDrafting):
         max_model_len: int,
         tree: SpecTree | None = None,
         dynamic_tree: DynamicTreeConfig | None = None,
+        draft_sample_method: str = "greedy",
     ):
+        if draft_sample_method not in DRAFT_SAMPLE_METHODS:
+            raise ValueError(
+                f"draft_sample_method={draft_sample_method!r} must be one of {list(DRAFT_SAMPLE_METHODS)}"
+            )
         if tree is not None and dynamic_tree is not None:
             raise ValueError("give speculative_token_tree or a dynamic tree config, not both")
         self.draft = draft
@@ -97,6 +107,7 @@ class EagleProposer(TreeDrafting):
         self.max_model_len = max_model_len
         self.tree = tree
         self.dynamic_tree = dynamic_tree
+        self.draft_sample_method = draft_sample_method
         self.states: dict[str, EagleState] = {}
         self.draft_probs: dict[str, torch.Tensor] = {}  # chain mode, random requests: [k, V]
         self.last_trees: dict[str, DraftTree] = {}
@@ -185,7 +196,8 @@ class EagleProposer(TreeDrafting):
         if self.is_tree:
             trees = self._draft_tree(batch, histories)
         else:
-            trees = self._draft_chain(batch, histories, sampling_metadata.select_rows(rows))
+            md = sampling_metadata.select_rows(rows) if self.draft_sample_method == "probabilistic" else GREEDY
+            trees = self._draft_chain(batch, histories, md)
         for i, state, tree in zip(rows, states, trees):
             self.last_trees[state.request_id] = tree
             if self.tree_log is not None:

@@ -3,13 +3,21 @@
 No vLLM counterpart: this is the measurement behind "verifying k + 1 tokens costs about as much as decoding
 one" (vLLM's `benchmarks/` time whole engine runs instead). It drives minispec's own model runner, so the
 timing includes building the flattened batch, as a real engine step does.
+
+`profile_forward` adds what chapter 1 compares the times with: the bytes of weights one forward reads and
+the KV cache per token, so the memory floor weight_bytes / bandwidth can be drawn under the measurement.
+`load_forward_times` reads back the curves `minispec.bench.gpu_all` records on GPUs (docs/data/).
 """
 
 from __future__ import annotations
 
+import csv
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
@@ -25,7 +33,9 @@ def measure_forward_time(
     device: str = "cpu",
     engine: LLMEngine | None = None,
 ) -> dict[int, float]:
-    """Median seconds of one forward (inputs + model + logits at every new token) per M in num_new_tokens."""
+    """Best-of-repeats seconds of one forward (inputs + model + logits at every new token) per M in
+    num_new_tokens. Rounds are interleaved (each round times every M once), so a burst of load from other
+    jobs hits one round of every M, and the fastest round per M is kept: noise only ever adds time."""
     num_new_tokens = num_new_tokens or [1, 2, 4, 8, 16, 32]
     engine = engine or LLMEngine(model, device=device, max_num_seqs=1)
     runner, kv = engine.model_runner, engine.kv_cache_manager
@@ -41,19 +51,119 @@ def measure_forward_time(
     try:
         with torch.inference_mode():
             _forward(runner, request, blocks, 0, context_len)  # fill the cache with the context
-            times = {}
-            for m in num_new_tokens:
-                samples = []
-                for _ in range(repeats + 1):  # the first run warms up
+            for m in num_new_tokens:  # warm-up
+                _forward(runner, request, blocks, context_len, m)
+            if engine.device.type == "cuda":
+                torch.cuda.synchronize()
+            times = {m: float("inf") for m in num_new_tokens}
+            for _ in range(repeats):
+                for m in num_new_tokens:
                     start = time.perf_counter()
                     _forward(runner, request, blocks, context_len, m)
                     if engine.device.type == "cuda":
                         torch.cuda.synchronize()
-                    samples.append(time.perf_counter() - start)
-                times[m] = sorted(samples[1:])[len(samples[1:]) // 2]
+                    times[m] = min(times[m], time.perf_counter() - start)
     finally:
         kv.free(request)
     return times
+
+
+@dataclass(frozen=True)
+class ForwardProfile:
+    """A model's forward times and the sizes that bound them from below."""
+
+    times: dict[int, float]  # new tokens -> best-of-repeats seconds of one forward
+    num_params: int
+    weight_bytes: int  # every parameter once (tied embeddings counted once), in the loaded dtype
+    kv_bytes_per_token: int  # K and V of every layer
+    context_len: int
+    torch_calls: int  # PyTorch functions and tensor methods called from Python in one 1-token forward
+
+    def floor_seconds(self, bandwidth: float) -> float:
+        """Time to read the weights and the context's KV cache once at `bandwidth` bytes/s."""
+        if bandwidth <= 0:
+            raise ValueError(f"bandwidth must be > 0, got {bandwidth!r}")
+        return (self.weight_bytes + self.kv_bytes_per_token * self.context_len) / bandwidth
+
+
+def profile_forward(
+    model: str = "zoo:target",
+    num_new_tokens: list[int] | None = None,
+    context_len: int = 64,
+    repeats: int = 5,
+    device: str = "cpu",
+) -> ForwardProfile:
+    """measure_forward_time, plus the model's parameter count, weight bytes and KV bytes per token."""
+    from minispec.engine.llm_engine import LLMEngine
+
+    engine = LLMEngine(model, device=device, max_num_seqs=1)
+    times = measure_forward_time(model, num_new_tokens, context_len, repeats, device, engine=engine)
+    torch_calls = count_torch_calls(engine, context_len)
+    params = {id(p): p for p in engine.model.parameters()}.values()  # tied weights once
+    cfg = engine.model.config
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    dtype_bytes = next(iter(params)).element_size()
+    kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * dtype_bytes
+    return ForwardProfile(
+        times=times,
+        num_params=sum(p.numel() for p in params),
+        weight_bytes=sum(p.numel() * p.element_size() for p in params),
+        kv_bytes_per_token=kv_per_token,
+        context_len=context_len,
+        torch_calls=torch_calls,
+    )
+
+
+class _CallCounter(TorchFunctionMode):
+    """Counts every torch function and tensor method called from Python inside the block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_torch_calls(engine: LLMEngine, context_len: int = 16) -> int:
+    """PyTorch calls (functions and tensor methods, each one dispatch from Python) in one forward of one new
+    token after context_len cached ones: the per-operation overhead a small model pays on every step."""
+    runner, kv = engine.model_runner, engine.kv_cache_manager
+    tokens = [1] * (context_len + 1)
+    request = Request("call-count", tokens, SamplingParams(max_tokens=1), set())
+    if kv.allocate_slots(request, len(tokens)) is None:
+        raise ValueError(f"context_len + 1 = {len(tokens)} tokens do not fit in the KV cache")
+    blocks = [kv.get_block_ids(request.request_id)]
+    try:
+        with torch.inference_mode():
+            _forward(runner, request, blocks, 0, context_len)
+            counter = _CallCounter()
+            with counter:
+                _forward(runner, request, blocks, context_len, 1)
+    finally:
+        kv.free(request)
+    return counter.calls
+
+
+def load_forward_times(data_dir: str | Path | None = None) -> dict[str, dict[int, float]] | None:
+    """Forward-time curves recorded by `minispec.bench.gpu_all` (forward_time_<gpu>.csv), keyed by GPU;
+    None when there are none."""
+    from minispec.bench.roofline import DEFAULT_DATA_DIR
+
+    data_dir = Path(data_dir) if data_dir is not None else DEFAULT_DATA_DIR
+    if not data_dir.is_dir():
+        return None
+    curves: dict[str, dict[int, float]] = {}
+    for path in sorted(data_dir.glob("forward_time_*.csv")):
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None or not {"num_new_tokens", "seconds"} <= set(reader.fieldnames):
+                continue
+            rows = {int(r["num_new_tokens"]): float(r["seconds"]) for r in reader}
+        if rows:
+            curves[path.stem.removeprefix("forward_time_")] = dict(sorted(rows.items()))
+    return curves or None
 
 
 def _forward(

@@ -3,7 +3,12 @@
 vLLM has no counterpart file: this module measures the effect that shapes vLLM's decode path (paged KV cache,
 CUDA graphs for small batches, continuous batching, speculative decoding). A decode step multiplies every
 weight matrix by a handful of token vectors, so its time is the time to stream the weights from memory;
-a matrix product with M tokens costs about the same until M reaches the ridge point of the machine.
+a matrix product with M tokens costs about the same until M reaches the ridge point of the machine, provided
+the kernel streams the weight once whatever M is (a GPU's, or a CPU's with fast kernels for the dtype).
+
+The roof for reading weights is the *read* bandwidth (`measure_read_bandwidth`, a read-only stream of a
+buffer as large as the weight), not the copy bandwidth: a copy also writes, and on a CPU each written cache
+line is first read ("write-allocate"), so a copy runs slower than a read stream of the same size.
 
 Run `python -m minispec.bench.roofline --out docs/data/roofline_<device>.csv` on a GPU to record a curve that
 chapter 1 overlays on the datasheet predictions (`load_matmul_measurements` reads it back).
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import platform
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -64,6 +70,27 @@ def roofline_time(
     return float(out) if out.ndim == 0 else out
 
 
+def time_ratios(times: dict[int, float]) -> dict[int, float]:
+    """t(M) / t(M_min) for each measured M (M_min is the smallest M measured, normally 1)."""
+    if not times:
+        raise ValueError("times must hold at least one (M, seconds) entry, got an empty mapping")
+    first = times[min(times)]
+    return {m: times[m] / first for m in sorted(times)}
+
+
+def flat_up_to(times: dict[int, float], tolerance: float = 1.25) -> int:
+    """The largest M such that every measured M' <= M costs at most `tolerance` x t(M_min): how far the
+    curve stays flat (M_min itself when even the next M costs more)."""
+    if tolerance < 1:
+        raise ValueError(f"tolerance must be >= 1, got {tolerance!r}")
+    best = min(times)
+    for m, r in time_ratios(times).items():
+        if r > tolerance:
+            break
+        best = m
+    return best
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -111,10 +138,14 @@ def measure_matmul_times(
     device: str | torch.device = "cpu",
     num_threads: int | None = None,
 ) -> dict[int, float]:
-    """Best-of-repeats seconds of x [m, d_in] @ W [d_in, d_out] for each m in ms: a decode-like product.
+    """Best-of-repeats seconds of y = x W^T for x [m, d_in] and W [d_out, d_in], for each m in ms: the
+    product a model's nn.Linear runs in a decode step (`torch.nn.functional.linear`, weight as nn.Linear
+    stores it).
 
-    Pick d_in * d_out * bytes larger than the last-level cache (tens of MB), otherwise the weight is read
-    from cache and the measured "bandwidth" is the cache's, not the memory's.
+    The repeats are interleaved (one round times every m, then the next round), so a burst of load from
+    other jobs slows one round of every m rather than every repeat of one m. Pick d_in * d_out * bytes
+    larger than the last-level cache (tens of MB), otherwise the weight is read from cache and the measured
+    "bandwidth" is the cache's, not the memory's.
     """
     _check_positive_int("d_in", d_in)
     _check_positive_int("d_out", d_out)
@@ -124,15 +155,39 @@ def measure_matmul_times(
     for m in ms:
         _check_positive_int("m", m)
     device = torch.device(device)
-    weight = torch.randn(d_in, d_out, dtype=dtype, device=device)  # [d_in, d_out]
-    times = {}
-    with torch_threads(num_threads):
-        for m in ms:
-            x = torch.randn(m, d_in, dtype=dtype, device=device)  # [m, d_in]
-            out = torch.empty(m, d_out, dtype=dtype, device=device)  # [m, d_out]
-            run = lambda x=x, out=out: torch.matmul(x, weight, out=out)
-            times[int(m)] = _best_seconds(run, repeats, device)
-    return times
+    weight = torch.randn(d_out, d_in, dtype=dtype, device=device)  # [d_out, d_in], as nn.Linear
+    inputs = {int(m): torch.randn(m, d_in, dtype=dtype, device=device) for m in ms}  # [m, d_in] each
+    best = {m: float("inf") for m in inputs}
+    with torch_threads(num_threads), torch.inference_mode():
+        for x in inputs.values():
+            torch.nn.functional.linear(x, weight)  # warm-up: first-call allocations, kernel selection
+        _sync(device)
+        for _ in range(repeats):
+            for m, x in inputs.items():
+                start = time.perf_counter()
+                torch.nn.functional.linear(x, weight)  # [m, d_out]
+                _sync(device)
+                best[m] = min(best[m], time.perf_counter() - start)
+    return best
+
+
+def measure_read_bandwidth(
+    nbytes: int = 256 * 2**20,
+    repeats: int = 5,
+    device: str | torch.device = "cpu",
+    num_threads: int | None = None,
+) -> float:
+    """Achieved read bandwidth in bytes/s: a sum over an nbytes float32 buffer, which reads every byte once
+    and writes nothing. Measure it at the size of the weight you compare with: a buffer that partly fits in
+    a cache reads faster than one that does not."""
+    _check_positive_int("nbytes", nbytes)
+    _check_positive_int("repeats", repeats)
+    device = torch.device(device)
+    numel = max(1, nbytes // 4)
+    src = torch.ones(numel, dtype=torch.float32, device=device)  # [numel]
+    with torch_threads(num_threads), torch.inference_mode():
+        seconds = _best_seconds(lambda: src.sum(), repeats, device)
+    return 4.0 * numel / seconds
 
 
 def measure_copy_bandwidth(
@@ -159,16 +214,51 @@ def measure_peak_flops(
     device: str | torch.device = "cpu",
     num_threads: int | None = None,
 ) -> float:
-    """Achieved FLOP/s of a square n x n matmul: a stand-in for the machine's compute roof."""
+    """Achieved FLOP/s of a square n x n product (`linear`, as measure_matmul_times): a stand-in for the
+    machine's compute roof in this dtype."""
     _check_positive_int("n", n)
     _check_positive_int("repeats", repeats)
     device = torch.device(device)
     a = torch.randn(n, n, dtype=dtype, device=device)  # [n, n]
     b = torch.randn(n, n, dtype=dtype, device=device)  # [n, n]
-    out = torch.empty(n, n, dtype=dtype, device=device)
-    with torch_threads(num_threads):
-        seconds = _best_seconds(lambda: torch.matmul(a, b, out=out), repeats, device)
+    with torch_threads(num_threads), torch.inference_mode():
+        seconds = _best_seconds(lambda: torch.nn.functional.linear(a, b), repeats, device)
     return 2.0 * n**3 / seconds
+
+
+def cpu_has_bf16_instructions() -> bool | None:
+    """Whether this CPU has bfloat16 arithmetic instructions (x86: AVX512_BF16 or AMX-BF16; Arm: BF16), read
+    from /proc/cpuinfo; None where that cannot be told (not Linux). Without them, CPU bf16 matmuls convert to
+    float32 in software and run slower than float32 ones."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return None
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(value.split())
+    if not flags:
+        return None
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def cpu_description() -> str:
+    """One line naming the CPU, torch's vector instruction set on it, and its bf16 support."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.partition(":")[2].strip()
+                    break
+    except OSError:
+        pass
+    capability = torch.backends.cpu.get_cpu_capability()
+    bf16 = {True: "has bf16 instructions", False: "no bf16 instructions", None: "bf16 support unknown"}
+    return f"{name}, torch kernels for {capability}, {bf16[cpu_has_bf16_instructions()]}"
 
 
 @dataclass(frozen=True)

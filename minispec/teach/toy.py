@@ -9,6 +9,8 @@ distribution p and a draft distribution q over a small vocabulary, and plain num
 3. on rejection draw the replacement ("recovered" token in vLLM's words) from norm(max(p - q, 0)).
 
 The output is distributed exactly as p, and the chance of accepting is sum(min(p, q)) = 1 - TV(p, q).
+Only if the verifier is told the q the draft really sampled from: `speculative_sample(..., reported_q=...)`
+lets a notebook report another one and watch the output drift away from p (chapter 2's exercise).
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ def acceptance_probability(p: ArrayLike, q: ArrayLike) -> float:
     return float(np.minimum(p_arr, q_arr).sum())
 
 
+def accept_probability(p: ArrayLike, q: ArrayLike, x: int) -> float:
+    """Chance of keeping the draft's token x: min(1, p[x] / q[x]). x must have q[x] > 0 (it was drawn from q)."""
+    p_arr, q_arr = _check_pair(p, q)
+    if not isinstance(x, (int, np.integer)) or not 0 <= x < p_arr.size:
+        raise ValueError(f"x must be a token id in [0, {p_arr.size}), got {x!r}")
+    if q_arr[x] <= 0:
+        raise ValueError(f"q[x] must be > 0 for a token the draft proposed, got q[{x}] = {q_arr[x]!r}")
+    return float(min(1.0, p_arr[x] / q_arr[x]))
+
+
 def residual_distribution(p: ArrayLike, q: ArrayLike) -> np.ndarray:
     """norm(max(p - q, 0)): where a rejected draft's replacement comes from. Equals p when p == q."""
     p_arr, q_arr = _check_pair(p, q)
@@ -72,16 +84,25 @@ class ToySpecResult:
 
 
 def speculative_sample(
-    p: ArrayLike, q: ArrayLike, num_samples: int, generator: np.random.Generator
+    p: ArrayLike,
+    q: ArrayLike,
+    num_samples: int,
+    generator: np.random.Generator,
+    reported_q: ArrayLike | None = None,
 ) -> ToySpecResult:
-    """Run the three steps above num_samples times at once (vectorised, one position each)."""
+    """Run the three steps above num_samples times at once (vectorised, one position each).
+
+    The draft samples from q; the verifier uses `reported_q` (default: q itself, the lossless case) in the
+    accept test and the residual. A reported q other than the real one breaks losslessness.
+    """
     if not isinstance(num_samples, int) or num_samples < 1:
         raise ValueError(f"num_samples must be a positive int, got {num_samples!r}")
     p_arr, q_arr = _check_pair(p, q)
+    told = q_arr if reported_q is None else _check_pair(p_arr, reported_q)[1]
     draft = _draw(np.cumsum(q_arr), generator.random(num_samples))  # [num_samples]
     # Accept when u * q[x] <= p[x], i.e. u <= p[x] / q[x] without dividing (q[x] > 0 since x was drawn).
-    accepted = generator.random(num_samples) * q_arr[draft] <= p_arr[draft]  # [num_samples]
-    recovered = _draw(np.cumsum(residual_distribution(p_arr, q_arr)), generator.random(num_samples))
+    accepted = generator.random(num_samples) * told[draft] <= p_arr[draft]  # [num_samples]
+    recovered = _draw(np.cumsum(residual_distribution(p_arr, told)), generator.random(num_samples))
     tokens = np.where(accepted, draft, recovered)
     return ToySpecResult(tokens.astype(np.int64), draft.astype(np.int64), accepted)
 

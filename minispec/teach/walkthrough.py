@@ -13,11 +13,14 @@ same generator, so each position's accept test can be printed; the two must agre
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, PreTrainedModel
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+from transformers.utils import logging as hf_logging
 
 from minispec.model_executor.model_loader import resolve_model_path
 from minispec.sample.metadata import SamplingMetadata
@@ -83,12 +86,34 @@ class StepTrace:
         return [*self.draft_token_ids, self.final_token_id]
 
 
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """No progress bars and only errors from transformers inside the block (a notebook's output stays
+    clean), then the caller's settings back."""
+    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load_causal_lm(model: str | Path | PreTrainedModel) -> PreTrainedModel:
     """A float32 transformers model from a folder or "zoo:<name>"; a loaded model passes through."""
     if isinstance(model, PreTrainedModel):
         return model
     path = resolve_model_path(model)
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    with quiet_transformers():
+        return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+
+
+def load_tokenizer(model: str | Path):
+    """The Hugging Face tokenizer of a folder or "zoo:<name>", loaded without warnings."""
+    with quiet_transformers():
+        return AutoTokenizer.from_pretrained(resolve_model_path(model, need_config=False))
 
 
 @torch.inference_mode()
@@ -326,3 +351,32 @@ def rejection_sample_distribution(
         torch.set_rng_state(state)
     tokens = out[:, 0].long()
     return tokens, tokens.eq(drafts) & out[:, 1].ne(PLACEHOLDER_TOKEN_ID)
+
+
+def find_step_seeds(
+    target: str | Path | PreTrainedModel,
+    draft: str | Path | PreTrainedModel,
+    prompt_token_ids: list[int],
+    k: int,
+    temperature: float,
+    seeds: Iterable[int] = range(200),
+) -> dict[str, tuple[int, StepTrace]]:
+    """The first seed (and its trace) of each kind of sampled step, so a notebook can show both:
+
+    - "rejection": a step that rejects a draft after accepting at least one;
+    - "bonus": a step that accepts all k drafts and adds the bonus token.
+
+    Kinds that no seed produced are missing from the result (the caller decides what to say).
+    """
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 (seeds only matter when sampling), got {temperature!r}")
+    target, draft = load_causal_lm(target), load_causal_lm(draft)
+    found: dict[str, tuple[int, StepTrace]] = {}
+    for seed in seeds:
+        trace = speculative_step(target, draft, prompt_token_ids, k, temperature=temperature, seed=seed)
+        kind = "bonus" if trace.final_kind == "bonus" else "rejection" if trace.num_accepted > 0 else None
+        if kind is not None and kind not in found:
+            found[kind] = (int(seed), trace)
+        if len(found) == 2:
+            break
+    return found

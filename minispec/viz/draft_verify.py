@@ -220,3 +220,393 @@ def fit_alpha(mean_acceptance_length: dict[int, float]) -> float:
     e = np.array([mean_acceptance_length[int(k)] for k in ks])
     err = ((expected_tokens_per_step(grid[:, None], ks[None, :]) - e[None, :]) ** 2).sum(axis=1)
     return float(grid[int(np.argmin(err))])
+
+
+# ---- where drafts and their logits sit in a flattened batch (SpecDecodeMetadata) -------------------------
+
+
+def _request_cells(start: int, end: int, num_sampled: int, max_cells: int) -> list[int | None]:
+    """Hidden-state rows drawn for one request (None = an elided run), the logits rows always among them."""
+    rows = list(range(start, end))
+    if len(rows) <= max_cells:
+        return list(rows)
+    tail = rows[-max(num_sampled, max_cells - 2) :]
+    return [rows[0], None, *tail]
+
+
+def plot_spec_decode_layout(
+    num_draft_tokens: Sequence[int],
+    cu_num_scheduled_tokens: Sequence[int],
+    draft_token_ids: Sequence[int] | None = None,
+    max_cells_per_request: int = 6,
+) -> Figure:
+    """The flattened batch of one verification step and SpecDecodeMetadata's index arrays, drawn.
+
+    Top row: every scheduled token of every request (hidden-state rows; a long prefill chunk is elided in
+    the middle). Request i with d drafts ends with its last sampled token and its d drafts; their d + 1
+    rows are `logits_indices`. Bottom row: the logits rows, each under the hidden-state row it comes from,
+    marked "verify" (`target_logits_indices`: compared with the next draft) or "bonus"
+    (`bonus_logits_indices`). The arrays themselves are printed underneath.
+    """
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    from minispec.spec_decode.metadata import calc_spec_decode_metadata
+
+    num_draft = [int(d) for d in num_draft_tokens]
+    cu_sched = [int(c) for c in cu_num_scheduled_tokens]
+    if draft_token_ids is None:
+        draft_token_ids = [100 * (i + 1) + j + 1 for i, d in enumerate(num_draft) for j in range(d)]
+    md = calc_spec_decode_metadata(num_draft, cu_sched, list(draft_token_ids))
+    logits_rows = md.logits_indices.tolist()
+    target_rows = set(md.target_logits_indices.tolist())
+    drafts_of = md.split_draft_token_ids()
+
+    fig = Figure(figsize=(13.5, 4.6), layout="constrained")
+    ax = fig.subplots()
+    x, starts = 0.0, [0, *cu_sched[:-1]]
+    for i, (start, end, d) in enumerate(zip(starts, cu_sched, num_draft)):
+        colour = _COLOURS[i % len(_COLOURS)]
+        first_x = x
+        sampled_start = end - (d + 1)
+        for row in _request_cells(start, end, d + 1, max_cells_per_request):
+            if row is None:
+                ax.text(x + 0.45, 2.4, "...", ha="center", va="center", fontsize=10, color=colour)
+                x += 1.0
+                continue
+            is_logit = row >= sampled_start
+            j = row - sampled_start
+            if not is_logit:
+                label = "p"
+            elif j == 0:
+                label = "x" if d or end - start == 1 else "p"  # a prefill chunk ends with a prompt token
+            else:
+                label = f"d{j}"
+            ax.add_patch(Rectangle((x, 2.0), 0.9, 0.8, fc=colour, alpha=0.3, lw=0))
+            ax.add_patch(
+                Rectangle(
+                    (x, 2.0),
+                    0.9,
+                    0.8,
+                    fill=False,
+                    ec="black" if is_logit else colour,
+                    lw=2.0 if is_logit else 0.6,
+                )
+            )
+            ax.text(x + 0.45, 2.4, label, ha="center", va="center", fontsize=8)
+            ax.text(x + 0.45, 1.85, str(row), ha="center", va="top", fontsize=7, color="dimgrey")
+            if is_logit:
+                logit_row = logits_rows.index(row)
+                verify = logit_row in target_rows
+                kind = f"verify\nd{j + 1}" if verify else "bonus"
+                face = "#c8e6c9" if verify else "#bbdefb"
+                ax.add_patch(Rectangle((x, 0.0), 0.9, 0.8, fc=face, ec="black", lw=0.8))
+                ax.text(x + 0.45, 0.4, kind, ha="center", va="center", fontsize=7)
+                ax.text(x + 0.45, -0.15, str(logit_row), ha="center", va="top", fontsize=7, color="dimgrey")
+                ax.add_patch(
+                    FancyArrowPatch(
+                        (x + 0.45, 1.55),
+                        (x + 0.45, 0.85),
+                        arrowstyle="->",
+                        lw=0.8,
+                        mutation_scale=8,
+                        color="grey",
+                    )
+                )
+            x += 1.0
+        drafts = ", ".join(str(t) for t in drafts_of[i]) or "none"
+        ax.text(
+            (first_x + x - 0.1) / 2,
+            3.05,
+            f"request {i}: {end - start} tokens\ndrafts [{drafts}]",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            color=colour,
+        )
+        x += 0.6
+    ax.text(-0.4, 2.4, "hidden-state\nrows", ha="right", va="center", fontsize=8)
+    ax.text(-0.4, 0.4, "logits\nrows", ha="right", va="center", fontsize=8)
+    arrays = [
+        f"logits_indices        = {logits_rows}   (hidden-state rows that get logits)",
+        f"target_logits_indices = {md.target_logits_indices.tolist()}   (logits rows verifying a draft)",
+        f"bonus_logits_indices  = {md.bonus_logits_indices.tolist()}   (logits rows of the bonus token)",
+        f"cu_num_draft_tokens   = {md.cu_num_draft_tokens.tolist()}",
+    ]
+    ax.text(0.0, -0.7, "\n".join(arrays), ha="left", va="top", fontsize=8, family="monospace")
+    ax.set_xlim(-2.2, x)
+    ax.set_ylim(-1.9, 3.8)
+    ax.axis("off")
+    ax.set_title(
+        f"num_draft_tokens = {num_draft}, cu_num_scheduled_tokens = {cu_sched}: x = last sampled token, "
+        "dj = draft j, p = prompt token; thick outline = gets logits",
+        fontsize=9,
+    )
+    return fig
+
+
+# ---- acceptance per position, with counts and 95% intervals ----------------------------------------------
+
+
+def plot_per_position_acceptance(
+    num_accepted_per_pos: Sequence[int],
+    num_drafts: int,
+    alpha: float | None = None,
+    title: str = "zoo pair",
+) -> Figure:
+    """Left: per-position acceptance rate accepted_i / num_drafts (a draft at i needs all before it), with
+    Wilson 95% intervals and the counts; with `alpha`, the independent-drafts model alpha^(i + 1).
+    Right: the conditional rate accepted_i / accepted_(i-1), the chance draft i survives once it is
+    verified: independent drafts would make it a flat alpha."""
+    from minispec.teach.theory import wilson_interval
+
+    counts = np.asarray(num_accepted_per_pos, dtype=np.int64)
+    if counts.ndim != 1 or counts.size == 0:
+        raise ValueError(
+            f"num_accepted_per_pos must be a non-empty list of counts, got {num_accepted_per_pos!r}"
+        )
+    if not isinstance(num_drafts, (int, np.integer)) or num_drafts < 1 or np.any(counts > num_drafts):
+        raise ValueError(f"num_drafts must be an int >= 1 and >= every count, got {num_drafts!r}")
+    k = counts.size
+    pos = np.arange(1, k + 1)
+    fig = Figure(figsize=(12.5, 4.4), layout="constrained")
+    ax_u, ax_c = fig.subplots(1, 2)
+
+    rate = counts / num_drafts
+    lo, hi = wilson_interval(counts, np.full(k, num_drafts))
+    ax_u.bar(
+        pos, rate, 0.6, color=_COLOURS[0], alpha=0.8, label="measured: accepted at i / verification steps"
+    )
+    ax_u.errorbar(
+        pos,
+        rate,
+        yerr=[rate - lo, hi - rate],
+        fmt="none",
+        ecolor="black",
+        capsize=4,
+        label="95% interval (Wilson)",
+    )
+    for p_i, c in zip(pos, counts):
+        ax_u.text(p_i, 0.02, f"{c}/{num_drafts}", ha="center", va="bottom", fontsize=7, color="white")
+    if alpha is not None:
+        ax_u.plot(
+            pos,
+            alpha**pos,
+            "D--",
+            color=_COLOURS[1],
+            label=f"independent drafts: alpha^i, alpha = {alpha:.2f}",
+        )
+    ax_u.set_xticks(pos)
+    ax_u.set_xlabel("draft position i")
+    ax_u.set_ylabel("share of verification steps")
+    ax_u.set_ylim(0, 1.3)
+    ax_u.set_title(f"{title}: per-position acceptance rate", fontsize=10)
+    ax_u.legend(fontsize=7, loc="upper right")
+    ax_u.grid(True, axis="y", alpha=0.3)
+
+    trials = np.concatenate([[num_drafts], counts[:-1]])  # drafts at i that were verified at all
+    ok = trials > 0
+    cond = np.where(ok, counts / np.maximum(trials, 1), np.nan)
+    clo, chi = wilson_interval(counts[ok], trials[ok])
+    ax_c.bar(
+        pos[ok],
+        cond[ok],
+        0.6,
+        color=_COLOURS[2],
+        alpha=0.8,
+        label="measured: accepted at i / accepted at i - 1",
+    )
+    ax_c.errorbar(
+        pos[ok],
+        cond[ok],
+        yerr=[cond[ok] - clo, chi - cond[ok]],
+        fmt="none",
+        ecolor="black",
+        capsize=4,
+        label="95% interval (Wilson)",
+    )
+    for p_i, c, n in zip(pos[ok], counts[ok], trials[ok]):
+        ax_c.text(p_i, 0.02, f"{c}/{n}", ha="center", va="bottom", fontsize=7, color="white")
+    if alpha is not None:
+        ax_c.axhline(
+            alpha, color=_COLOURS[1], ls="--", label=f"independent drafts: alpha = {alpha:.2f} everywhere"
+        )
+    ax_c.set_xticks(pos)
+    ax_c.set_xlabel("draft position i")
+    ax_c.set_ylabel("chance of acceptance once verified")
+    ax_c.set_ylim(0, 1.3)
+    ax_c.set_title("Conditional acceptance: alpha measured position by position", fontsize=10)
+    ax_c.legend(fontsize=7, loc="upper right")
+    ax_c.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
+# ---- speedup prediction with the measured verification cost ----------------------------------------------
+
+
+def verify_cost_from_forward_times(forward_times: dict[int, float], ks: Sequence[int]) -> dict[int, float]:
+    """v(k) = t(k + 1) / t(1) from measured forward times, linearly interpolated between measured M."""
+    if not forward_times or 1 not in forward_times:
+        raise ValueError(f"forward_times must include M = 1, got keys {sorted(forward_times)}")
+    ms = np.array(sorted(forward_times), dtype=np.float64)
+    ratio = np.array([forward_times[int(m)] for m in ms]) / forward_times[1]
+    return {int(k): float(np.interp(k + 1, ms, ratio)) for k in ks}
+
+
+def plot_speedup_prediction(
+    alpha: float,
+    c: float,
+    verify_cost: dict[int, float],
+    max_k: int = 12,
+    measured: dict[int, float] | None = None,
+    measured_tokens: dict[int, float] | None = None,
+    title: str = "zoo pair on this machine",
+) -> Figure:
+    """Speedup against k: the ideal E(alpha, k) / (k c + 1) and the same with the measured verification
+    cost, E(alpha, k) / (k c + v(k)) with v(k) = t(k + 1) / t(1); measured speedups on top, and the
+    prediction from the measured tokens per step (measured_tokens[k] / (k c + v(k)))."""
+    if not isinstance(max_k, int) or max_k < 1:
+        raise ValueError(f"max_k must be an int >= 1, got {max_k!r}")
+    ks = np.arange(1, max_k + 1)
+    missing = [int(k) for k in ks if int(k) not in verify_cost]
+    if missing:
+        raise ValueError(f"verify_cost must give v for every k in 1..{max_k}; missing {missing}")
+    v = np.array([verify_cost[int(k)] for k in ks])
+    e = np.asarray(expected_tokens_per_step(alpha, ks))
+    ideal, real = e / (ks * c + 1.0), e / (ks * c + v)
+    fig = Figure(figsize=(8.5, 5.0), layout="constrained")
+    ax = fig.subplots()
+    for curve, style, colour, label in [
+        (ideal, "o--", _COLOURS[0], "ideal: E / (k c + 1), verification as cheap as one token"),
+        (real, "o-", _COLOURS[3], "with measured verification cost: E / (k c + v(k))"),
+    ]:
+        ax.plot(ks, curve, style, ms=3, color=colour, label=label)
+        best = int(np.argmax(curve))
+        ax.plot([ks[best]], [curve[best]], "*", ms=13, color=colour)
+        ax.annotate(
+            f"best k = {ks[best]}: {curve[best]:.2f}x",
+            (ks[best], curve[best]),
+            xytext=(0, 8),
+            textcoords="offset points",
+            ha="center",
+            fontsize=8,
+            color=colour,
+        )
+    if measured_tokens:
+        mk = sorted(k for k in measured_tokens if k in verify_cost)
+        pred = [measured_tokens[k] / (k * c + verify_cost[k]) for k in mk]
+        ax.plot(
+            mk,
+            pred,
+            "D",
+            color="grey",
+            ms=6,
+            label="from the measured tokens per step: E_meas / (k c + v(k))",
+        )
+    if measured:
+        mk = sorted(measured)
+        ax.plot(mk, [measured[k] for k in mk], "s", color="black", ms=7, label="measured speedup (walltime)")
+    ax.axhline(1.0, color="black", lw=1, ls=":")
+    ax.text(max_k, 1.0, "no gain ", ha="right", va="top", fontsize=8)  # below the line, clear of curves
+    ax.set_xticks(ks)
+    ax.set_xlabel("k = drafts per step")
+    ax.set_ylabel("speedup over plain decoding")
+    ax.set_title(f"{title}: alpha = {alpha:.2f}, c = {c:.2f}; v(k) = t(k + 1) / t(1) measured", fontsize=10)
+    ax.margins(y=0.15)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+def describe_conditional_acceptance(num_accepted_per_pos: Sequence[int], num_drafts: int) -> str:
+    """Markdown comparing the conditional acceptance at the first and last draft position (95% Wilson
+    intervals): does it fall, rise, or stay level within what this many steps can tell?"""
+    from minispec.teach.theory import wilson_interval
+
+    counts = np.asarray(num_accepted_per_pos, dtype=np.int64)
+    trials = np.concatenate([[num_drafts], counts[:-1]])
+    last = int(np.flatnonzero(trials > 0).max())
+    lo, hi = wilson_interval(counts[[0, last]], trials[[0, last]])
+    first_rate, last_rate = counts[0] / trials[0], counts[last] / trials[last]
+    text = (
+        f"Once verified, draft 1 was accepted {counts[0]} / {trials[0]} times ({first_rate:.2f}, 95% interval "
+        f"{lo[0]:.2f} to {hi[0]:.2f}) and draft {last + 1} {counts[last]} / {trials[last]} times "
+        f"({last_rate:.2f}, {lo[1]:.2f} to {hi[1]:.2f}). "
+    )
+    if hi[1] < lo[0]:
+        text += (
+            "The intervals do not overlap: acceptance **falls** along the draft, as the draft loses its way "
+            "continuing from its own guesses; a constant alpha overstates long drafts."
+        )
+    elif lo[1] > hi[0]:
+        text += (
+            "The intervals do not overlap: acceptance **rises** along the draft, acceptances come in runs "
+            "(easy stretches are accepted together); a constant alpha understates long drafts."
+        )
+    else:
+        text += (
+            "The intervals overlap: at this number of steps the data cannot tell the conditional rate from a "
+            "constant alpha."
+        )
+    return text
+
+
+def describe_speedup_prediction(
+    alpha: float,
+    c: float,
+    verify_cost: dict[int, float],
+    max_k: int,
+    measured: dict[int, float],
+    measured_tokens: dict[int, float],
+    tolerance: float = 0.03,
+) -> str:
+    """Markdown saying what `plot_speedup_prediction` shows for these numbers: the best k of the ideal and of
+    the verification-cost prediction, the fastest k measured, and whether the measured speedups sit below,
+    above, within `tolerance` of, or on both sides of the prediction from the measured tokens per step."""
+    if not measured or set(measured) - set(measured_tokens) or set(measured) - set(verify_cost):
+        raise ValueError(
+            f"measured must be non-empty, with every k in measured_tokens and verify_cost; got {sorted(measured)}"
+        )
+    ks = np.arange(1, max_k + 1)
+    e = np.asarray(expected_tokens_per_step(alpha, ks))
+    ideal = e / (ks * c + 1.0)
+    real = e / (ks * c + np.array([verify_cost[int(k)] for k in ks]))
+    fastest = max(measured, key=measured.get)
+    text = (
+        f"On this machine the ideal formula's best k is {ks[ideal.argmax()]} ({ideal.max():.2f}x); counting the "
+        f"measured verification cost it is {ks[real.argmax()]} ({real.max():.2f}x). Of the k measured, "
+        f"k = {fastest} was fastest, at {measured[fastest]:.2f}x plain decoding"
+        + (
+            " (slower than plain decoding: on this machine this draft costs more than it saves). "
+            if measured[fastest] < 1
+            else ". "
+        )
+    )
+    ratio = {k: measured[k] / (measured_tokens[k] / (k * c + verify_cost[k])) for k in sorted(measured)}
+    below = [k for k, r in ratio.items() if r < 1 - tolerance]
+    above = [k for k, r in ratio.items() if r > 1 + tolerance]
+    if below and not above:
+        text += (
+            f"The measured speedups sit below the prediction from the measured tokens per step (grey diamonds)"
+            f" at k = {', '.join(map(str, below))}, by {100 * (1 - min(ratio[k] for k in below)):.0f}% at most: "
+            "the per-step bookkeeping the formula leaves out (two models' inputs, rollback, the rejection "
+            "sampler), and timing noise."
+        )
+    elif above and not below:
+        text += (
+            f"The measured speedups sit above the prediction from the measured tokens per step (grey diamonds) "
+            f"at k = {', '.join(map(str, above))}: the formula's inputs c and v, timed separately on a shared "
+            "CPU, were measured slower than the decoding runs themselves."
+        )
+    elif below and above:
+        text += (
+            f"The measured speedups fall on both sides of the prediction from the measured tokens per step "
+            f"(grey diamonds): below it at k = {', '.join(map(str, below))}, above it at k = "
+            f"{', '.join(map(str, above))}. That is timing noise: each speedup is the ratio of two short runs, "
+            "on a CPU other programs may share; more prompts, tokens and repeats make it steadier."
+        )
+    else:
+        text += (
+            f"The measured speedups sit within {100 * tolerance:.0f}% of the prediction from the measured tokens "
+            "per step (grey diamonds): counting the cost of verification, the formula accounts for the time."
+        )
+    return text

@@ -5,10 +5,16 @@ import pytest
 
 from minispec.bench.accelerators import (
     ACCELERATORS,
+    GPU_MEMORY_UTILIZATION,
+    MODEL_SHAPES,
     WEIGHT_FORMATS,
+    ModelShape,
     decode_step_time,
+    fits_in_memory,
     get_accelerator,
+    kv_cache_bytes,
     max_memory_bound_tokens,
+    memory_needed,
     verify_cost_ratio,
 )
 
@@ -53,3 +59,42 @@ def test_quantised_weights_move_the_knee_left():
         decode_step_time(a100, 1e9, 0.0, 1)
     with pytest.raises(ValueError, match="num_tokens"):
         decode_step_time(a100, 1e9, 2.0, 0)
+
+
+def test_kv_cache_bytes_formula():
+    llama8 = MODEL_SHAPES["Llama-3.1-8B"]
+    assert llama8.kv_bytes_per_token() == 2 * 32 * 8 * 128 * 2  # 128 KiB per token in bf16
+    assert kv_cache_bytes(llama8, 8192, 16) == pytest.approx(2 * 32 * 8 * 128 * 2 * 8192 * 16)
+    assert kv_cache_bytes(llama8, 0, 4) == 0.0
+    assert kv_cache_bytes(llama8, 10, 1, kv_bytes_per_elem=1.0) == 2 * 32 * 8 * 128 * 10
+    for bad in [
+        dict(context_len=-1),
+        dict(context_len=8, batch_size=0),
+        dict(context_len=8, kv_bytes_per_elem=0),
+    ]:
+        with pytest.raises(ValueError):
+            kv_cache_bytes(llama8, **bad)
+
+
+def test_kv_raises_the_floor_but_verification_reads_it_once():
+    h100, llama8 = get_accelerator("H100 SXM"), MODEL_SHAPES["Llama-3.1-8B"]
+    kv = kv_cache_bytes(llama8, 4096, 64)
+    t = decode_step_time(h100, llama8.num_params, 2.0, 64, kv)
+    assert t == pytest.approx((llama8.num_params * 2 + kv) / h100.memory_bandwidth)
+    a100 = get_accelerator("A100 SXM 80GB")
+    short = verify_cost_ratio(a100, llama8.num_params, 2.0, 64, 4, kv_cache_bytes(llama8, 512, 64))
+    long = verify_cost_ratio(a100, llama8.num_params, 2.0, 64, 4, kv_cache_bytes(llama8, 4096, 64))
+    assert short > 1.5 and long == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="kv_bytes"):
+        decode_step_time(h100, 1e9, 2.0, 1, -1.0)
+
+
+def test_capacity():
+    h200, llama70 = get_accelerator("H200 SXM"), MODEL_SHAPES["Llama-3.1-70B"]
+    assert memory_needed(llama70, 2.0, 0) == pytest.approx(141.2e9)
+    assert not fits_in_memory(h200, llama70, 2.0, 4096)  # 141 GB of weights > 0.92 x 141 GB
+    assert fits_in_memory(h200, llama70, 0.5, 4096)
+    tiny = ModelShape("tiny", 1e6, 2, 1, 8)
+    assert fits_in_memory(h200, tiny, 2.0, 10**6, 1, utilization=GPU_MEMORY_UTILIZATION)
+    with pytest.raises(ValueError, match="utilization"):
+        fits_in_memory(h200, tiny, 2.0, 1, utilization=1.5)

@@ -7,14 +7,19 @@ import torch
 from minispec.bench.roofline import (
     MatmulMeasurement,
     arithmetic_intensity,
+    cpu_description,
+    cpu_has_bf16_instructions,
+    flat_up_to,
     load_matmul_measurements,
     matmul_bytes,
     matmul_flops,
     measure_copy_bandwidth,
     measure_matmul_times,
     measure_peak_flops,
+    measure_read_bandwidth,
     roofline_time,
     save_matmul_measurements,
+    time_ratios,
     torch_threads,
 )
 
@@ -81,3 +86,33 @@ def test_measurement_csv_round_trip(tmp_path):
     assert list(got) == ["H100"]
     assert [r.m for r in got["H100"]] == [1, 2, 4]
     assert got["H100"][0] == MatmulMeasurement("H100", "bfloat16", 8192, 8192, 1, 1e-5)
+
+
+def test_read_bandwidth_is_positive():
+    before = torch.get_num_threads()
+    assert measure_read_bandwidth(2**20, repeats=2, num_threads=1) > 0
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="nbytes"):
+        measure_read_bandwidth(0)
+
+
+def test_matmul_times_time_linear_for_every_m_in_bfloat16_too():
+    times = measure_matmul_times([2, 1], d_in=32, d_out=16, dtype=torch.bfloat16, repeats=2, num_threads=1)
+    assert sorted(times) == [1, 2] and all(0 < t < 1 for t in times.values())
+
+
+def test_ratios_and_flatness():
+    times = {1: 1.0, 2: 1.1, 4: 1.2, 8: 2.0, 16: 1.1}
+    assert time_ratios(times) == {1: 1.0, 2: 1.1, 4: 1.2, 8: 2.0, 16: 1.1}
+    assert flat_up_to(times) == 4  # stops at the first M past the tolerance
+    assert flat_up_to({1: 1.0, 2: 2.0}) == 1
+    assert flat_up_to(times, tolerance=2.0) == 16
+    with pytest.raises(ValueError, match="tolerance"):
+        flat_up_to(times, tolerance=0.5)
+    with pytest.raises(ValueError, match="times"):
+        time_ratios({})
+
+
+def test_cpu_description_names_the_instruction_set():
+    assert cpu_has_bf16_instructions() in (True, False, None)
+    assert torch.backends.cpu.get_cpu_capability() in cpu_description()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from minispec.teach.toy import (
+    accept_probability,
     acceptance_probability,
     residual_distribution,
     speculative_sample,
@@ -93,3 +94,23 @@ def test_once_and_determinism():
 def test_bad_input(p, q, n, match):
     with pytest.raises(ValueError, match=match):
         speculative_sample(p, q, n, np.random.default_rng(0))
+
+
+def test_accept_probability():
+    assert accept_probability([0.5, 0.3, 0.2], [0.2, 0.5, 0.3], 0) == 1.0
+    assert accept_probability([0.5, 0.3, 0.2], [0.2, 0.5, 0.3], 1) == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="q\\[x\\]"):
+        accept_probability([0.5, 0.5], [1.0, 0.0], 1)
+    with pytest.raises(ValueError, match="x must be"):
+        accept_probability([0.5, 0.5], [0.5, 0.5], 2)
+
+
+def test_reporting_the_wrong_q_breaks_losslessness():
+    p, q = (np.array(x) for x in CASES["overlapping"])
+    honest = speculative_sample(p, q, 100_000, np.random.default_rng(5), reported_q=q)
+    broken = speculative_sample(p, q, 100_000, np.random.default_rng(5), reported_q=p)
+    assert chi_square(np.bincount(honest.tokens, minlength=p.size), p)[0] < CHI2_999[6]
+    assert broken.acceptance_rate == 1.0  # p / p = 1: every draft kept, so the output follows q
+    assert chi_square(np.bincount(broken.tokens, minlength=p.size), p)[0] > 100 * CHI2_999[6]
+    with pytest.raises(ValueError, match="same vocabulary"):
+        speculative_sample(p, q, 10, np.random.default_rng(0), reported_q=[0.5, 0.5])

@@ -7,7 +7,10 @@ import pytest
 import torch
 
 from minispec.teach.walkthrough import (
+    find_step_seeds,
     load_causal_lm,
+    load_tokenizer,
+    quiet_transformers,
     rejection_sample_distribution,
     speculative_step,
 )
@@ -103,3 +106,33 @@ def test_rejection_sample_distribution_matches_p():
     assert abs(accepted.float().mean().item() - alpha) < 0.0125
     with pytest.raises(ValueError, match="p and q"):
         rejection_sample_distribution(p, q[:5], 10)
+
+
+def test_find_step_seeds(models):
+    target, draft = models
+    found = find_step_seeds(target, target, PROMPT, 3, temperature=0.8, seeds=range(3))
+    assert list(found) == ["bonus"] and found["bonus"][0] == 0  # a self-draft never rejects
+    found = find_step_seeds(target, draft, PROMPT, 3, temperature=1.0, seeds=range(100))
+    for kind, (seed, trace) in found.items():
+        again = speculative_step(target, draft, PROMPT, 3, temperature=1.0, seed=seed)
+        assert again.output_token_ids == trace.output_token_ids
+        if kind == "bonus":
+            assert trace.final_kind == "bonus" and trace.num_accepted == 3
+        else:
+            assert trace.final_kind == "recovered" and 0 < trace.num_accepted < 3
+    with pytest.raises(ValueError, match="temperature"):
+        find_step_seeds(target, draft, PROMPT, 3, temperature=0.0)
+
+
+def test_quiet_transformers_restores_the_settings(tmp_path, capsys):
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.enable_progress_bar()
+    verbosity = hf_logging.get_verbosity()
+    path = make_model_dir(tmp_path / "q", "llama", seed=1)
+    load_causal_lm(str(path))
+    assert "Loading weights" not in capsys.readouterr().err
+    assert hf_logging.is_progress_bar_enabled() and hf_logging.get_verbosity() == verbosity
+    with quiet_transformers():
+        assert not hf_logging.is_progress_bar_enabled()
+    assert load_tokenizer(str(path)) is not None

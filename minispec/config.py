@@ -2,19 +2,100 @@
 
 Chapter 7. vLLM counterparts: `vllm/config/model.py`, `cache.py`, `scheduler.py`, `speculative.py`.
 Each is a dataclass that checks its own values, so a bad argument fails at `LLM(...)` with a message naming
-the parameter, not deep inside a step.
+the parameter, not deep inside a step: a value of the wrong type raises TypeError (a bool is not an int;
+numpy integers and floats are accepted), a value out of range raises ValueError. Nothing is silently
+replaced: 0 is not "use the default", only None is.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import ast
+import numbers
+import os
+from dataclasses import dataclass
 from typing import Any
 
-MAX_SPEC_LEN = 16  # the longest draft a request may carry; bounds the rejection sampler's output width
 SPEC_METHODS = ("ngram", "draft_model", "medusa", "eagle", "eagle3")
 FUTURE_SPEC_METHODS: tuple[str, ...] = ()
 TREE_METHODS = ("medusa", "eagle", "eagle3")
 ACCEPTANCE_METHODS = ("rejection_sampler", "typical_acceptance_sampler")
+DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")  # vLLM v0.32.0's DraftSampleMethod
+SEED_RANGE = (-(2**63), 2**64)  # what torch.Generator.manual_seed accepts (vLLM's int range for extra_args)
+DEFAULT_DYNAMIC_DEPTH, DEFAULT_DYNAMIC_TOP_K = 6, 2
+
+
+# ---- value checks shared by the configs and SamplingParams -----------------------------------------
+def is_int(value: object) -> bool:
+    """An integer that is not a bool (numpy integers count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value: object) -> bool:
+    """A real number that is not a bool (numpy floats and integers count)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _type_error(name: str, value: object, allowed: str) -> TypeError:
+    return TypeError(f"{name}={value!r} must be {allowed}; got type {type(value).__name__}")
+
+
+def check_int(name: str, value: Any, low: int | None = None, high: int | None = None,
+              optional: bool = False) -> int | None:
+    """`value` as a Python int in [low, high] (None allowed when optional); TypeError / ValueError otherwise."""
+    if value is None and optional:
+        return None
+    allowed = "an int"
+    if low is not None:
+        allowed = f"an int in [{low}, {high}]" if high is not None else f"an int >= {low}"
+    allowed = f"None or {allowed}" if optional else allowed
+    if not is_int(value):
+        raise _type_error(name, value, allowed)
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name}={value!r} must be {allowed}")
+    return value
+
+
+def check_real(name: str, value: Any, ok, allowed: str) -> float:
+    """`value` as a finite Python float for which ok(value) holds."""
+    if not is_real(value):
+        raise _type_error(name, value, allowed)
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")) or not ok(value):
+        raise ValueError(f"{name}={value!r} must be {allowed}")
+    return value
+
+
+def check_path(name: str, value: Any, optional: bool = False) -> str | None:
+    """A folder path or 'zoo:<name>' given as str or os.PathLike, returned as str."""
+    if value is None and optional:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        allowed = "a str: a Hugging Face model folder or 'zoo:<name>'"
+        raise _type_error(name, value, f"None or {allowed}" if optional else allowed)
+    if not value:
+        raise ValueError(f"{name}='' must name a Hugging Face model folder or 'zoo:<name>'")
+    return value
+
+
+# ---- model, cache, scheduler -------------------------------------------------------------------------
+@dataclass
+class ModelConfig:
+    """What to load (vLLM's ModelConfig, minus the Hub): checked before anything is read from disk."""
+
+    model: str
+    tokenizer: str | None = None
+    dtype: Any = "float32"
+    max_model_len: int | None = None  # None: the model's max_position_embeddings
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.model = check_path("model", self.model)
+        self.tokenizer = check_path("tokenizer", self.tokenizer, optional=True)
+        self.max_model_len = check_int("max_model_len", self.max_model_len, 1, optional=True)
+        self.seed = check_int("seed", self.seed, SEED_RANGE[0], SEED_RANGE[1] - 1)
 
 
 @dataclass
@@ -24,10 +105,9 @@ class CacheConfig:
     kv_cache_memory_bytes: int = 256 * 2**20
 
     def __post_init__(self) -> None:
-        if self.block_size < 1:
-            raise ValueError(f"block_size={self.block_size} must be >= 1")
-        if self.num_blocks is not None and self.num_blocks < 1:
-            raise ValueError(f"num_kv_blocks={self.num_blocks} must be >= 1 (or None to size it from memory)")
+        self.block_size = check_int("block_size", self.block_size, 1)
+        self.num_blocks = check_int("num_kv_blocks", self.num_blocks, 1, optional=True)
+        self.kv_cache_memory_bytes = check_int("kv_cache_memory_bytes", self.kv_cache_memory_bytes, 1)
 
 
 @dataclass
@@ -37,96 +117,150 @@ class SchedulerConfig:
     max_model_len: int = 2048
 
     def __post_init__(self) -> None:
-        if self.max_num_seqs < 1:
-            raise ValueError(f"max_num_seqs={self.max_num_seqs} must be >= 1")
-        if self.max_num_batched_tokens < 1:
-            raise ValueError(f"max_num_batched_tokens={self.max_num_batched_tokens} must be >= 1")
+        self.max_num_seqs = check_int("max_num_seqs", self.max_num_seqs, 1)
+        self.max_num_batched_tokens = check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        self.max_model_len = check_int("max_model_len", self.max_model_len, 1)
 
 
+# ---- speculative decoding ----------------------------------------------------------------------------
 @dataclass
 class SpeculativeConfig:
-    """`LLM(speculative_config={...})`, with vLLM's field names."""
+    """`LLM(speculative_config={...})`, with vLLM's field names and rules (see the notes per field)."""
 
     method: str
-    num_speculative_tokens: int = 3
+    # Drafts per step. Required for chains, as in vLLM; with a token tree or total_tokens it may be left out
+    # (it is derived from them) and must agree with them when given.
+    num_speculative_tokens: int | None = None
     model: str | None = None
+    # n-gram window (method "ngram"), vLLM's rule: both missing -> 5 and 5; one missing -> copies the other.
     prompt_lookup_min: int | None = None
     prompt_lookup_max: int | None = None
+    # V0's field (vllm/spec_decode/spec_decode_worker.py, last in v0.9.2; not in v0.32.0): speculate only while
+    # fewer requests are scheduled, i.e. off at a batch of >= disable_by_batch_size, as V0; at least 2
     disable_by_batch_size: int | None = None
-    # token trees (method "medusa"): vLLM's string of tuples, or Medusa's list of rank paths; one at most
+    # token trees (methods "medusa", "eagle", "eagle3"): vLLM's string of tuples, or Medusa's list of rank
+    # paths; one at most
     speculative_token_tree: str | list | None = None
     medusa_choices: list | None = None
-    # EAGLE-2 dynamic trees (methods "eagle", "eagle3"), EAGLE's names: set total_tokens to turn them on
+    # EAGLE-2 dynamic trees (methods "eagle", "eagle3"), EAGLE's names: set total_tokens to turn them on;
+    # depth and top_k only apply with it (defaults 6 and 2)
     total_tokens: int | None = None  # tree size with the root: total_tokens - 1 drafts verified per step
-    depth: int = 6  # expansion steps after the first (the tree is at most depth + 1 deep)
-    top_k: int = 2  # children per expanded node, and nodes expanded per depth
+    depth: int | None = None  # expansion steps after the first (the tree is at most depth + 1 deep)
+    top_k: int | None = None  # children per expanded node, and nodes expanded per depth
+    # vLLM's: "greedy" drafts the argmax (one-hot for the rejection sampler); "probabilistic" samples a random
+    # request's drafts and hands their probabilities over. Only drafters with a distribution to sample
+    # (draft_model, eagle / eagle3 chains) take "probabilistic"
+    draft_sample_method: str = "greedy"
     acceptance_method: str = "rejection_sampler"
     posterior_threshold: float = 0.09  # typical acceptance: accept x iff p(x) > min(threshold,
     posterior_alpha: float = 0.3  # alpha * exp(-entropy))
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.method in FUTURE_SPEC_METHODS:
-            raise ValueError(
-                f"method={self.method!r} is not available yet; choose one of {list(SPEC_METHODS)}"
-            )
-        if self.method not in SPEC_METHODS:
-            raise ValueError(f"method={self.method!r} is unknown; choose one of {list(SPEC_METHODS)}")
-        k = self.num_speculative_tokens
-        if not isinstance(k, int) or not 1 <= k <= MAX_SPEC_LEN:
-            raise ValueError(f"num_speculative_tokens={k!r} must be an integer in [1, {MAX_SPEC_LEN}]")
-        if self.method == "draft_model" and not self.model:
-            raise ValueError("method='draft_model' needs model=<draft model folder or 'zoo:draft'>")
-        if self.method == "ngram":
-            self.prompt_lookup_max = self.prompt_lookup_max or self.prompt_lookup_min or 4
-            self.prompt_lookup_min = self.prompt_lookup_min or 1
-            if not 1 <= self.prompt_lookup_min <= self.prompt_lookup_max:
-                raise ValueError(
-                    f"prompt_lookup_min={self.prompt_lookup_min}, prompt_lookup_max={self.prompt_lookup_max}: "
-                    "need 1 <= prompt_lookup_min <= prompt_lookup_max"
-                )
-        if self.disable_by_batch_size is not None and self.disable_by_batch_size < 1:
-            raise ValueError(f"disable_by_batch_size={self.disable_by_batch_size} must be >= 1 or None")
-        if self.method == "medusa" and not self.model:
-            raise ValueError("method='medusa' needs model=<Medusa heads folder or 'zoo:medusa'>")
-        if self.method in ("eagle", "eagle3") and not self.model:
-            raise ValueError(f"method={self.method!r} needs model=<EAGLE head folder or 'zoo:{self.method}'>")
+        self._check_method_and_model()
+        self._check_ngram()
         self._check_acceptance()
+        self.disable_by_batch_size = check_int(
+            "disable_by_batch_size", self.disable_by_batch_size, 2, optional=True
+        )
+        from minispec.sample.rejection_sampler import MAX_SPEC_LEN
+
+        self.num_speculative_tokens = check_int(
+            "num_speculative_tokens", self.num_speculative_tokens, 1, MAX_SPEC_LEN, optional=True
+        )
         self.token_tree = self._parse_tree()
         self.dynamic_tree = self._parse_dynamic_tree()
+        self._check_draft_sample_method()
+        if self.num_speculative_tokens is None:
+            raise ValueError(
+                f"num_speculative_tokens is required for method={self.method!r} (as in vLLM): give an int in "
+                f"[1, {MAX_SPEC_LEN}]" + (", or a token tree / total_tokens to derive it from"
+                                          if self.method in TREE_METHODS else "")
+            )
+
+    def _check_method_and_model(self) -> None:
+        if not isinstance(self.method, str):
+            raise _type_error("method", self.method, f"one of {list(SPEC_METHODS)}")
+        if self.method in FUTURE_SPEC_METHODS:
+            raise ValueError(f"method={self.method!r} is not available yet; choose one of {list(SPEC_METHODS)}")
+        if self.method not in SPEC_METHODS:
+            raise ValueError(f"method={self.method!r} is unknown; choose one of {list(SPEC_METHODS)}")
+        self.model = check_path("speculative_config model", self.model, optional=True)
+        needs = {"draft_model": "draft model folder or 'zoo:draft'", "medusa": "Medusa heads folder or 'zoo:medusa'",
+                 "eagle": "EAGLE head folder or 'zoo:eagle'", "eagle3": "EAGLE-3 head folder or 'zoo:eagle3'"}
+        if self.method in needs and self.model is None:
+            raise ValueError(f"method={self.method!r} needs model=<{needs[self.method]}>")
+        if self.method == "ngram" and self.model is not None:
+            raise ValueError(f"method='ngram' drafts from the prompt and takes no model; got model={self.model!r}")
+
+    def _check_ngram(self) -> None:
+        low, high = (check_int(f"prompt_lookup_{n}", getattr(self, f"prompt_lookup_{n}"), 1, optional=True)
+                     for n in ("min", "max"))
+        if self.method != "ngram":
+            if low is not None or high is not None:
+                raise ValueError(f"prompt_lookup_min / prompt_lookup_max apply to method='ngram' only; "
+                                 f"got method={self.method!r}")
+            return
+        if low is None and high is None:
+            low = high = 5
+        low = high if low is None else low
+        high = low if high is None else high
+        if low > high:
+            raise ValueError(f"prompt_lookup_min={low} must be <= prompt_lookup_max={high}")
+        self.prompt_lookup_min, self.prompt_lookup_max = low, high
 
     def _check_acceptance(self) -> None:
-        if self.acceptance_method not in ACCEPTANCE_METHODS:
-            raise ValueError(
-                f"acceptance_method={self.acceptance_method!r} is unknown; choose one of {list(ACCEPTANCE_METHODS)}"
-            )
-        if not 0.0 <= self.posterior_threshold < 1.0:
-            raise ValueError(f"posterior_threshold={self.posterior_threshold!r} must be in [0, 1)")
-        if not self.posterior_alpha >= 0.0:
-            raise ValueError(f"posterior_alpha={self.posterior_alpha!r} must be >= 0")
+        if not isinstance(self.acceptance_method, str) or self.acceptance_method not in ACCEPTANCE_METHODS:
+            error = ValueError if isinstance(self.acceptance_method, str) else TypeError
+            raise error(f"acceptance_method={self.acceptance_method!r} is unknown; "
+                        f"choose one of {list(ACCEPTANCE_METHODS)}")
+        self.posterior_threshold = check_real(
+            "posterior_threshold", self.posterior_threshold, lambda v: 0.0 <= v < 1.0, "a float in [0, 1)"
+        )
+        self.posterior_alpha = check_real("posterior_alpha", self.posterior_alpha, lambda v: v >= 0.0,
+                                          "a float >= 0")
+
+    def _check_draft_sample_method(self) -> None:
+        value = self.draft_sample_method
+        if not isinstance(value, str) or value not in DRAFT_SAMPLE_METHODS:
+            error = ValueError if isinstance(value, str) else TypeError
+            raise error(f"draft_sample_method={value!r} is unknown; choose one of {list(DRAFT_SAMPLE_METHODS)}")
+        reasons = {
+            f"method={self.method!r} drafts deterministically": self.method in ("ngram", "medusa"),
+            "a token tree takes the drafter's top-k": self.token_tree is not None or self.dynamic_tree is not None,
+            "typical acceptance reads no draft probabilities": self.acceptance_method == "typical_acceptance_sampler",
+        }
+        reason = next((r for r, applies in reasons.items() if applies), None)
+        if value == "probabilistic" and reason is not None:
+            raise ValueError(f"draft_sample_method='probabilistic' has nothing to sample: {reason}; "
+                             "leave draft_sample_method out (greedy)")
 
     def _parse_tree(self):
-        """The SpecTree of `speculative_token_tree` / `medusa_choices`, or None for chain speculation. With a
-        tree, num_speculative_tokens becomes its node count (the drafts verified per step)."""
+        """The SpecTree of `speculative_token_tree` / `medusa_choices`, or None for chain speculation."""
         from minispec.spec_decode.tree import SpecTree
 
         if self.speculative_token_tree is not None and self.medusa_choices is not None:
             raise ValueError("give speculative_token_tree or medusa_choices, not both")
-        paths = self.speculative_token_tree if self.medusa_choices is None else self.medusa_choices
+        name = "medusa_choices" if self.medusa_choices is not None else "speculative_token_tree"
+        paths = getattr(self, name)
         if paths is None:
             return None
         if self.method not in TREE_METHODS:
             raise ValueError(
                 f"speculative_token_tree / medusa_choices need a method in {list(TREE_METHODS)}; got {self.method!r}"
             )
-        tree = SpecTree.from_paths(paths)
-        self.num_speculative_tokens = tree.num_nodes
+        tree = SpecTree.from_paths(_tree_paths(name, paths))
+        self._derive_num_speculative_tokens(tree.num_nodes, f"the token tree {name} has {tree.num_nodes} nodes")
         return tree
 
     def _parse_dynamic_tree(self):
-        """EAGLE-2's DynamicTreeConfig when total_tokens is set (num_speculative_tokens becomes
-        total_tokens - 1, the drafts verified per step), else None."""
+        """EAGLE-2's DynamicTreeConfig when total_tokens is set, else None (and then depth / top_k must be)."""
+        self.total_tokens = check_int("total_tokens", self.total_tokens, 2, optional=True)
+        depth = check_int("depth", self.depth, 1, optional=True)
+        top_k = check_int("top_k", self.top_k, 1, optional=True)
         if self.total_tokens is None:
+            if depth is not None or top_k is not None:
+                raise ValueError(f"depth={depth!r} / top_k={top_k!r} shape an EAGLE-2 dynamic tree and apply "
+                                 "only with total_tokens; set total_tokens too, or leave them out")
             return None
         if self.method not in ("eagle", "eagle3"):
             raise ValueError(f"total_tokens (EAGLE-2 dynamic trees) needs method 'eagle' or 'eagle3'; got {self.method!r}")
@@ -135,20 +269,49 @@ class SpeculativeConfig:
         from minispec.spec_decode.eagle_tree import DynamicTreeConfig
         from minispec.spec_decode.tree import MAX_TREE_NODES
 
-        dynamic = DynamicTreeConfig(self.total_tokens, self.depth, self.top_k)
-        if dynamic.num_nodes > MAX_TREE_NODES:
+        self.depth = DEFAULT_DYNAMIC_DEPTH if depth is None else depth
+        self.top_k = DEFAULT_DYNAMIC_TOP_K if top_k is None else top_k
+        if self.total_tokens - 1 > MAX_TREE_NODES:
             raise ValueError(f"total_tokens={self.total_tokens}: at most {MAX_TREE_NODES + 1} are allowed")
-        self.num_speculative_tokens = dynamic.num_nodes
+        dynamic = DynamicTreeConfig(self.total_tokens, self.depth, self.top_k)
+        self._derive_num_speculative_tokens(dynamic.num_nodes, f"total_tokens={self.total_tokens} verifies "
+                                                               f"{dynamic.num_nodes} drafts")
         return dynamic
+
+    def _derive_num_speculative_tokens(self, num_nodes: int, what: str) -> None:
+        if self.num_speculative_tokens is None:
+            self.num_speculative_tokens = num_nodes
+        elif self.num_speculative_tokens != num_nodes:
+            raise ValueError(f"num_speculative_tokens={self.num_speculative_tokens} but {what}; leave "
+                             "num_speculative_tokens out (it is derived) or make the two agree")
 
     @classmethod
     def from_dict(cls, spec: SpeculativeConfig | dict[str, Any] | None) -> SpeculativeConfig | None:
         if spec is None or isinstance(spec, SpeculativeConfig):
             return spec
-        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
-        unknown = sorted(set(spec) - known)
+        if not isinstance(spec, dict):
+            raise _type_error("speculative_config", spec, "None, a dict or a SpeculativeConfig")
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(map(str, set(spec) - known))
         if unknown:
             raise ValueError(f"speculative_config has unknown keys {unknown}; known keys: {sorted(known)}")
         if "method" not in spec:
             raise ValueError(f"speculative_config needs a 'method', one of {list(SPEC_METHODS)}")
         return cls(**spec)
+
+
+def _tree_paths(name: str, paths: Any) -> list[tuple[int, ...]]:
+    """Rank paths as tuples of Python ints, from vLLM's string of tuples or a list; TypeError for bools."""
+    if isinstance(paths, str):
+        try:
+            paths = ast.literal_eval(paths)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
+            raise ValueError(f"{name}={paths[:60]!r} is not a list of tuples such as '[(0,), (0, 0)]'") from e
+    if not isinstance(paths, (list, tuple)):
+        raise _type_error(name, paths, "a list of rank paths such as [(0,), (0, 0)] (or that list as a str)")
+    out = []
+    for path in paths:
+        if isinstance(path, (list, tuple)) and any(isinstance(r, bool) or not is_int(r) for r in path):
+            raise TypeError(f"{name} path {path!r} must hold int ranks (not bools)")
+        out.append(tuple(int(r) for r in path) if isinstance(path, (list, tuple)) else path)
+    return out

@@ -3,13 +3,18 @@
 Chapter 6 (vLLM's sampler). vLLM counterpart: `vllm/sampling_params.py` (`SamplingParams`, `SamplingType`).
 
 minispec keeps the fields the V1 sampler acts on and checks every value when the object is built, so a bad
-value fails at the call site with a message naming the field, the value and the allowed range, instead of
-deep inside the sampler. Like vLLM:
+value fails at the call site with a message naming the field, the value and what is allowed, instead of
+deep inside the sampler: a value of the wrong type raises TypeError (a bool is not an int; numpy integers
+and floats are accepted and stored as Python numbers), a value out of range raises ValueError. Checks that
+need the model (token ids below the vocabulary size, logprobs at most the vocabulary size) run when the
+engine admits the request (`verify`, as vLLM's `SamplingParams.verify`). Like vLLM:
 
 - `temperature` below `_SAMPLING_EPS` (1e-5) means greedy; a greedy request's top_p, top_k and min_p are
   reset to their neutral values, since greedy decoding ignores them.
 - `top_k` of -1 or 0 disables top-k; -1 is stored as 0 so there is one "off" value.
-- `seed` makes a random request reproducible: the engine gives it its own `torch.Generator`.
+- `seed` makes a random request reproducible: the engine gives it its own `torch.Generator`; -1 means None.
+- `max_tokens=None` generates until EOS, a stop token or max_model_len.
+- `stop_token_ids` are stored without duplicates.
 - `min_tokens` is not implemented (it needs the tokenizer's EOS id inside the sampler).
 """
 
@@ -18,7 +23,12 @@ import math
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+import numpy as np
+
+from minispec.config import SEED_RANGE, is_int, is_real
+
 _SAMPLING_EPS = 1e-5
+MAX_LOGIT_BIAS = 100.0  # OpenAI's range for logit_bias, which vLLM clamps to; minispec rejects what is outside
 
 
 class SamplingType(IntEnum):
@@ -27,16 +37,12 @@ class SamplingType(IntEnum):
     RANDOM_SEED = 2
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_real(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _bad(name: str, value: object, allowed: str) -> ValueError:
     return ValueError(f"SamplingParams.{name} must be {allowed}, got {value!r}.")
+
+
+def _wrong_type(name: str, value: object, allowed: str) -> TypeError:
+    return TypeError(f"SamplingParams.{name} must be {allowed}, got {value!r} (a {type(value).__name__}).")
 
 
 @dataclass
@@ -51,7 +57,7 @@ class SamplingParams:
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
     seed: int | None = None
-    max_tokens: int = 16
+    max_tokens: int | None = 16
     stop_token_ids: list[int] = field(default_factory=list)
     ignore_eos: bool = False
     logprobs: int | None = None
@@ -59,9 +65,22 @@ class SamplingParams:
 
     def __post_init__(self) -> None:
         self._verify_args()
+        self._normalize()
+
+    def _normalize(self) -> None:
+        """Store plain Python numbers (numpy scalars are accepted) and vLLM's canonical "off" values."""
+        for name in ("temperature", "top_p", "min_p", "presence_penalty", "frequency_penalty",
+                     "repetition_penalty"):
+            setattr(self, name, float(getattr(self, name)))
+        for name in ("top_k", "seed", "max_tokens", "logprobs"):
+            value = getattr(self, name)
+            setattr(self, name, None if value is None else int(value))
+        self.ignore_eos = bool(self.ignore_eos)
         if self.top_k == -1:
             self.top_k = 0
-        self.stop_token_ids = list(self.stop_token_ids)
+        if self.seed == -1:
+            self.seed = None
+        self.stop_token_ids = list(dict.fromkeys(int(t) for t in self.stop_token_ids))
         if self.logit_bias is not None:
             self.logit_bias = {int(t): float(b) for t, b in self.logit_bias.items()}
         if self.temperature < _SAMPLING_EPS:
@@ -71,8 +90,19 @@ class SamplingParams:
     def _verify_args(self) -> None:
         def check_real(name: str, ok, allowed: str) -> None:
             value = getattr(self, name)
+            if not is_real(value):
+                raise _wrong_type(name, value, allowed)
             # `not ok(...)` also rejects NaN, for which every comparison is False.
-            if not _is_real(value) or not math.isfinite(value) or not ok(value):
+            if not math.isfinite(value) or not ok(value):
+                raise _bad(name, value, allowed)
+
+        def check_int(name: str, ok, allowed: str, optional: bool = False) -> None:
+            value = getattr(self, name)
+            if value is None and optional:
+                return
+            if not is_int(value):
+                raise _wrong_type(name, value, allowed)
+            if not ok(value):
                 raise _bad(name, value, allowed)
 
         check_real("temperature", lambda v: v >= 0, "a finite float >= 0 (below 1e-5 means greedy)")
@@ -81,27 +111,42 @@ class SamplingParams:
         check_real("presence_penalty", lambda v: -2 <= v <= 2, "in [-2, 2]")
         check_real("frequency_penalty", lambda v: -2 <= v <= 2, "in [-2, 2]")
         check_real("repetition_penalty", lambda v: v > 0, "a finite float > 0")
-        if not _is_int(self.top_k) or self.top_k < -1:
-            raise _bad("top_k", self.top_k, "an int: -1 or 0 (disabled) or >= 1")
-        if self.seed is not None and not _is_int(self.seed):
-            raise _bad("seed", self.seed, "None or an int")
-        if not _is_int(self.max_tokens) or self.max_tokens < 1:
-            raise _bad("max_tokens", self.max_tokens, "an int >= 1")
-        if not isinstance(self.stop_token_ids, (list, tuple)) or not all(
-            _is_int(t) and t >= 0 for t in self.stop_token_ids
+        check_int("top_k", lambda v: v >= -1, "an int: -1 or 0 (disabled) or >= 1")
+        low, high = SEED_RANGE
+        check_int("seed", lambda v: low <= v < high, "None or an int in [-2**63, 2**64) (-1 means None)", True)
+        check_int("max_tokens", lambda v: v >= 1, "None or an int >= 1", True)
+        check_int("logprobs", lambda v: v >= 0, "None or an int >= 0", True)
+        self._verify_token_lists()
+        if not isinstance(self.ignore_eos, (bool, np.bool_)):
+            raise _wrong_type("ignore_eos", self.ignore_eos, "a bool")
+
+    def _verify_token_lists(self) -> None:
+        allowed = "a list of token ids (ints >= 0)"
+        if not isinstance(self.stop_token_ids, (list, tuple)) or not all(is_int(t) for t in self.stop_token_ids):
+            raise _wrong_type("stop_token_ids", self.stop_token_ids, allowed)
+        if not all(t >= 0 for t in self.stop_token_ids):
+            raise _bad("stop_token_ids", self.stop_token_ids, allowed)
+        if self.logit_bias is None:
+            return
+        allowed = f"None or a dict {{token id (int >= 0): bias in [-{MAX_LOGIT_BIAS:g}, {MAX_LOGIT_BIAS:g}]}}"
+        if not isinstance(self.logit_bias, dict) or not all(
+            is_int(t) and is_real(b) for t, b in self.logit_bias.items()
         ):
-            raise _bad("stop_token_ids", self.stop_token_ids, "a list of token ids (ints >= 0)")
-        if not isinstance(self.ignore_eos, bool):
-            raise _bad("ignore_eos", self.ignore_eos, "a bool")
-        if self.logprobs is not None and (not _is_int(self.logprobs) or self.logprobs < 0):
-            raise _bad("logprobs", self.logprobs, "None or an int >= 0")
-        if self.logit_bias is not None and not (
-            isinstance(self.logit_bias, dict)
-            and all(
-                _is_int(t) and t >= 0 and _is_real(b) and math.isfinite(b) for t, b in self.logit_bias.items()
-            )
-        ):
-            raise _bad("logit_bias", self.logit_bias, "None or a dict {token id (int >= 0): finite float}")
+            raise _wrong_type("logit_bias", self.logit_bias, allowed)
+        if not all(t >= 0 and math.isfinite(b) and abs(b) <= MAX_LOGIT_BIAS for t, b in self.logit_bias.items()):
+            raise _bad("logit_bias", self.logit_bias, allowed)
+
+    def verify(self, vocab_size: int) -> None:
+        """The checks that need the model, run when a request is admitted (vLLM: `SamplingParams.verify`).
+        Also re-checks every field, in case one was changed after construction."""
+        self._verify_args()
+        if self.logprobs is not None and self.logprobs > vocab_size:
+            raise _bad("logprobs", self.logprobs, f"None or an int in [0, vocab_size={vocab_size}]")
+        for name, ids in (("stop_token_ids", self.stop_token_ids), ("logit_bias", list(self.logit_bias or ()))):
+            outside = sorted({int(t) for t in ids if t >= vocab_size})
+            if outside:
+                raise ValueError(f"SamplingParams.{name} holds token ids {outside[:8]} outside the vocabulary "
+                                 f"[0, {vocab_size}) of this model.")
 
     @property
     def sampling_type(self) -> SamplingType:

@@ -1,58 +1,99 @@
-"""SamplingParams: defaults, vLLM's normalisations, and a ValueError naming the field for every bad value."""
+"""SamplingParams: defaults, vLLM's normalisations, and a TypeError / ValueError naming the field for every bad
+value."""
 
 import math
 
+import numpy as np
 import pytest
 
 from minispec.sampling_params import SamplingParams, SamplingType
 
+# (field, value, expected error): TypeError for a value of the wrong type, ValueError for one out of range
 BAD_VALUES = [
-    ("temperature", -0.1),
-    ("temperature", math.nan),
-    ("temperature", math.inf),
-    ("temperature", "hot"),
-    ("top_p", 0.0),
-    ("top_p", 1.01),
-    ("top_p", -0.5),
-    ("top_p", math.nan),
-    ("top_k", -2),
-    ("top_k", 2.5),
-    ("top_k", True),
-    ("min_p", -0.01),
-    ("min_p", 1.5),
-    ("presence_penalty", 2.1),
-    ("presence_penalty", -2.1),
-    ("frequency_penalty", 3.0),
-    ("frequency_penalty", -2.5),
-    ("repetition_penalty", 0.0),
-    ("repetition_penalty", -1.0),
-    ("repetition_penalty", math.nan),
-    ("seed", 1.5),
-    ("seed", "42"),
-    ("max_tokens", 0),
-    ("max_tokens", -3),
-    ("max_tokens", 2.0),
-    ("stop_token_ids", [1, -1]),
-    ("stop_token_ids", 7),
-    ("stop_token_ids", ["a"]),
-    ("ignore_eos", 1),
-    ("logprobs", -1),
-    ("logprobs", 1.5),
-    ("logit_bias", {1: math.inf}),
-    ("logit_bias", {-1: 1.0}),
-    ("logit_bias", {"a": 1.0}),
-    ("logit_bias", [1.0]),
+    ("temperature", -0.1, ValueError),
+    ("temperature", math.nan, ValueError),
+    ("temperature", math.inf, ValueError),
+    ("temperature", "hot", TypeError),
+    ("temperature", True, TypeError),
+    ("top_p", 0.0, ValueError),
+    ("top_p", 1.01, ValueError),
+    ("top_p", -0.5, ValueError),
+    ("top_p", math.nan, ValueError),
+    ("top_k", -2, ValueError),
+    ("top_k", 2.5, TypeError),
+    ("top_k", True, TypeError),
+    ("min_p", -0.01, ValueError),
+    ("min_p", 1.5, ValueError),
+    ("presence_penalty", 2.1, ValueError),
+    ("presence_penalty", -2.1, ValueError),
+    ("frequency_penalty", 3.0, ValueError),
+    ("frequency_penalty", -2.5, ValueError),
+    ("repetition_penalty", 0.0, ValueError),
+    ("repetition_penalty", -1.0, ValueError),
+    ("repetition_penalty", math.nan, ValueError),
+    ("seed", 1.5, TypeError),
+    ("seed", "42", TypeError),
+    ("seed", 2**64, ValueError),
+    ("seed", -(2**63) - 1, ValueError),
+    ("seed", False, TypeError),
+    ("max_tokens", 0, ValueError),
+    ("max_tokens", -3, ValueError),
+    ("max_tokens", 2.0, TypeError),
+    ("max_tokens", True, TypeError),
+    ("stop_token_ids", [1, -1], ValueError),
+    ("stop_token_ids", 7, TypeError),
+    ("stop_token_ids", ["a"], TypeError),
+    ("stop_token_ids", [1.0], TypeError),
+    ("ignore_eos", 1, TypeError),
+    ("logprobs", -1, ValueError),
+    ("logprobs", 1.5, TypeError),
+    ("logprobs", True, TypeError),
+    ("logit_bias", {1: math.inf}, ValueError),
+    ("logit_bias", {1: 1e300}, ValueError),
+    ("logit_bias", {1: -100.5}, ValueError),
+    ("logit_bias", {-1: 1.0}, ValueError),
+    ("logit_bias", {"a": 1.0}, TypeError),
+    ("logit_bias", {1: "up"}, TypeError),
+    ("logit_bias", [1.0], TypeError),
 ]
 
 
-@pytest.mark.parametrize("name,value", BAD_VALUES, ids=[f"{n}={v!r}" for n, v in BAD_VALUES])
-def test_bad_value_raises_naming_field_and_value(name, value):
-    with pytest.raises(ValueError) as info:
+@pytest.mark.parametrize("name,value,error", BAD_VALUES, ids=[f"{n}={v!r}" for n, v, _ in BAD_VALUES])
+def test_bad_value_raises_naming_field_and_value(name, value, error):
+    with pytest.raises(error) as info:
         SamplingParams(**{name: value})
+    assert type(info.value) is error  # a TypeError is not also a ValueError, nor the reverse
     message = str(info.value)
     assert name in message
     assert repr(value) in message
     assert "must be" in message  # states what is allowed
+
+
+def test_numpy_numbers_accepted_and_stored_as_python_numbers():
+    p = SamplingParams(temperature=np.float32(0.5), top_k=np.int64(3), max_tokens=np.int32(7), seed=np.uint64(5),
+                       stop_token_ids=np.array([4, 4, 9]).tolist(), logit_bias={np.int64(2): np.float64(1.5)},
+                       ignore_eos=np.bool_(True))
+    assert type(p.temperature) is float and type(p.top_k) is int and type(p.max_tokens) is int
+    assert type(p.seed) is int and p.ignore_eos is True
+    assert p.stop_token_ids == [4, 9]  # duplicates dropped, as vLLM does
+    assert p.logit_bias == {2: 1.5} and all(type(k) is int for k in p.logit_bias)
+
+
+def test_vllm_conventions_seed_minus_one_and_max_tokens_none():
+    assert SamplingParams(seed=-1).seed is None
+    assert SamplingParams(max_tokens=None).max_tokens is None
+
+
+def test_verify_checks_against_the_vocabulary():
+    SamplingParams(logprobs=96, stop_token_ids=[95], logit_bias={95: 1.0}).verify(96)
+    for kwargs, word in (({"logprobs": 97}, "logprobs"), ({"stop_token_ids": [96]}, "stop_token_ids"),
+                         ({"logit_bias": {100: 1.0}}, "logit_bias")):
+        with pytest.raises(ValueError, match=word):
+            SamplingParams(**kwargs).verify(96)
+    p = SamplingParams()
+    p.top_p = 0.0  # changed after construction: verify checks every field again
+    with pytest.raises(ValueError, match="top_p"):
+        p.verify(96)
 
 
 def test_defaults_match_vllm():

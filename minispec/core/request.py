@@ -20,13 +20,18 @@ class RequestStatus(enum.IntEnum):
     PREEMPTED = enum.auto()
     FINISHED_STOPPED = enum.auto()
     FINISHED_LENGTH_CAPPED = enum.auto()
+    FINISHED_ABORTED = enum.auto()  # removed by LLMEngine.abort_request (an error, or the caller's wish)
 
     @property
     def is_finished(self) -> bool:
         return self >= RequestStatus.FINISHED_STOPPED
 
 
-FINISH_REASONS = {RequestStatus.FINISHED_STOPPED: "stop", RequestStatus.FINISHED_LENGTH_CAPPED: "length"}
+FINISH_REASONS = {
+    RequestStatus.FINISHED_STOPPED: "stop",
+    RequestStatus.FINISHED_LENGTH_CAPPED: "length",
+    RequestStatus.FINISHED_ABORTED: "abort",
+}
 
 
 class Request:
@@ -37,6 +42,7 @@ class Request:
         sampling_params: SamplingParams,
         eos_token_ids: set[int],
         prompt: str | None = None,
+        max_model_len: int | None = None,
     ):
         self.request_id = request_id
         self.prompt = prompt
@@ -45,7 +51,11 @@ class Request:
         self.sampling_params = sampling_params
         self.eos_token_ids = set() if sampling_params.ignore_eos else set(eos_token_ids)
         self.stop_token_ids = set(sampling_params.stop_token_ids or ())
-        self.max_tokens = sampling_params.max_tokens
+        # max_tokens=None: until max_model_len, as in vLLM (the scheduler stops there in any case)
+        max_tokens = sampling_params.max_tokens
+        if max_tokens is None:
+            max_tokens = max(1, (max_model_len or 2**31) - self.num_prompt_tokens)
+        self.max_tokens = max_tokens
         self.all_token_ids: list[int] = list(prompt_token_ids)
         self.output_token_ids: list[int] = []
         self.spec_token_ids: list[int] = []  # drafts to verify in the next step

@@ -1,9 +1,13 @@
 """A separate small language model drafts k tokens per request, with its own paged KV cache.
 
-Chapters 2 and 5. vLLM counterpart: `vllm/v1/spec_decode/draft_model.py`. vLLM's V1 drafters draft greedily;
-minispec also samples: for a random request the draft samples from its own processed distribution (same
-temperature, top-k and top-p as the request) and hands those probabilities to the rejection sampler, which
-keeps sampling lossless (as Hugging Face's assisted generation does).
+Chapters 2 and 5. vLLM counterpart: `vllm/v1/spec_decode/draft_model.py`. `draft_sample_method` is vLLM
+v0.32.0's: "greedy" (the default) drafts the argmax for every request and hands no probabilities, so the
+rejection sampler treats each draft as one-hot (still lossless); "probabilistic" samples a random request's
+drafts from the draft's own processed distribution (same temperature, top-k and top-p as the request) and
+hands those probabilities to the rejection sampler (as Hugging Face's assisted generation does).
+
+Like vLLM, the proposer drafts k tokens whenever the model length allows, whatever max_tokens says: the
+scheduler caps what it verifies by max_model_len, and tokens past max_tokens are cut by the stop check.
 
 KV rollback on the draft side: each request's `DraftState` remembers which tokens its cache holds. When the
 target rejects a draft, the next proposal finds the first cached token that differs from the accepted
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
@@ -45,15 +50,22 @@ class DraftState:
         limit = min(self.num_computed_tokens, len(token_ids))
         while valid < limit and self.all_token_ids[valid] == token_ids[valid]:
             valid += 1
-        self.num_computed_tokens = min(valid, self.num_computed_tokens)
+        # Never count the last token as cached: its logits draft the first token, so it is always fed again
+        # (its slot is rewritten with the same key and value). When the target verified fewer drafts than
+        # the draft cached (a short token budget), the cache can already hold the whole accepted sequence.
+        self.num_computed_tokens = min(valid, self.num_computed_tokens, len(token_ids) - 1)
         self.all_token_ids = list(token_ids)
         self.num_confirmed_tokens = len(token_ids)
 
 
 class DraftModelProposer:
     def __init__(
-        self, model: LlamaForCausalLM, runner, kv_cache_manager: KVCacheManager, k: int, max_model_len: int
+        self, model: LlamaForCausalLM, runner, kv_cache_manager: KVCacheManager, k: int, max_model_len: int,
+        draft_sample_method: str = "greedy",
     ):
+        if draft_sample_method not in DRAFT_SAMPLE_METHODS:
+            raise ValueError(f"draft_sample_method={draft_sample_method!r}: choose one of {list(DRAFT_SAMPLE_METHODS)}")
+        self.draft_sample_method = draft_sample_method
         self.model = model
         self.runner = runner  # a ModelRunner over the draft model: its _prepare_inputs builds the batches
         self.kv_cache_manager = kv_cache_manager
@@ -77,8 +89,7 @@ class DraftModelProposer:
         states, budgets, rows = [], [], []
         for i, (request, new_tokens) in enumerate(zip(requests, new_token_ids)):
             history = request.all_token_ids + new_tokens
-            num_output = request.num_output_tokens + len(new_tokens)
-            budget = min(self.k, self.max_model_len - len(history) - 1, request.max_tokens - num_output - 1)
+            budget = min(self.k, self.max_model_len - len(history) - 1)  # not capped by max_tokens (vLLM)
             if budget <= 0:
                 continue
             state = self.states.setdefault(request.request_id, DraftState(request.request_id))
@@ -121,16 +132,17 @@ class DraftModelProposer:
         out = self.model(batch.input_ids, batch.positions, self.runner.kv_caches, batch.attn_metadata)
         last = torch.from_numpy(batch.query_start_loc[1:] - 1).to(out.hidden_states.device)
         logits = self.model.compute_logits(out.hidden_states[last]).float()  # [B, V]
-        return sample_draft_tokens(logits, md)
+        return sample_draft_tokens(logits, md, self.draft_sample_method)
 
 
 def sample_draft_tokens(
-    logits: torch.Tensor, md: SamplingMetadata
+    logits: torch.Tensor, md: SamplingMetadata, draft_sample_method: str = "probabilistic"
 ) -> tuple[list[int], list[torch.Tensor | None]]:
-    """Greedy rows: argmax (no probabilities needed). Random rows: sample from the processed distribution
+    """Greedy rows, and every row under draft_sample_method="greedy": argmax (no probabilities: one-hot for
+    the rejection sampler). Random rows under "probabilistic": sample from the processed distribution
     (temperature, top-k, top-p) and return it, so the rejection sampler can divide by it."""
     greedy_ids = logits.argmax(dim=-1)  # [B]
-    if md.all_greedy:
+    if md.all_greedy or draft_sample_method == "greedy":
         return greedy_ids.tolist(), [None] * logits.shape[0]
     is_greedy = md.temperature < _SAMPLING_EPS  # [B]
     temperature = torch.where(is_greedy, torch.ones_like(md.temperature), md.temperature)

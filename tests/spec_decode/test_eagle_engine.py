@@ -92,7 +92,7 @@ def test_sampled_first_two_tokens_follow_the_target(tmp_path, mode):
         p1 = hf(torch.tensor([prompt])).logits[0, -1].softmax(-1)  # [V]
         p2 = hf(torch.tensor([prompt + [t] for t in range(vocab)])).logits[:, -1].softmax(-1)  # [V, V]
     joint = (p1[:, None] * p2).flatten().tolist()
-    spec = {"method": "eagle", "model": head, "num_speculative_tokens": 2}
+    spec = {"method": "eagle", "model": head, "num_speculative_tokens": 2, "draft_sample_method": "probabilistic"}
     if mode == "dynamic":
         spec = {"method": "eagle", "model": head, "total_tokens": 5, "depth": 1, "top_k": 2}
     llm = LLM(model=target, device="cpu", seed=7, max_num_seqs=256, speculative_config=spec)
@@ -111,8 +111,8 @@ def test_eagle_config_validation(random_heads):
     target, eagle, eagle3 = random_heads
     bad = [
         ({"method": "eagle"}, "model"),
-        ({"method": "eagle", "model": eagle3}, "EAGLE-3"),
-        ({"method": "eagle3", "model": eagle}, "EAGLE-1"),
+        ({"method": "eagle", "model": eagle3, "num_speculative_tokens": 2}, "EAGLE-3"),
+        ({"method": "eagle3", "model": eagle, "num_speculative_tokens": 2}, "EAGLE-1"),
         ({"method": "eagle", "model": eagle, "total_tokens": 8, "speculative_token_tree": TREE}, "not both"),
         ({"method": "ngram", "total_tokens": 8}, "total_tokens"),
         ({"method": "eagle", "model": eagle, "total_tokens": 99, "depth": 9, "top_k": 9}, "total_tokens=99"),

@@ -174,7 +174,7 @@ def test_bad_configs_raise(models, tmp_path):
         ({"method": "medusa", "model": str(random_heads), "num_speculative_tokens": 5}, "Medusa heads"),
         ({"method": "medusa", "model": str(random_heads), "medusa_choices": [[0]] + [[0] * d for d in range(2, 6)]},
          "depth 5"),
-        ({"method": "medusa", "model": str(tmp_path / "other")}, "hidden_size=32"),
+        ({"method": "medusa", "model": str(tmp_path / "other"), "num_speculative_tokens": 2}, "hidden_size=32"),
     ]
     for spec, word in bad:
         with pytest.raises(ValueError, match=word):

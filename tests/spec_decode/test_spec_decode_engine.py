@@ -97,7 +97,8 @@ def test_stop_token_inside_drafts_and_max_model_len(models):
 
 def test_disable_by_batch_size(models):
     target, draft = models
-    spec = {"method": "ngram", "num_speculative_tokens": 3, "disable_by_batch_size": 3}
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 4,
+            "disable_by_batch_size": 3}
     llm = LLM(model=str(target), device="cpu", speculative_config=spec)
     generate(llm, PROMPTS[:3], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True))
     assert llm.get_spec_decoding_stats().num_drafts == 0
@@ -122,10 +123,11 @@ def test_seeded_request_independent_of_batch(models):
     assert greedy_mix[1] == alone
 
 
-@pytest.mark.parametrize("method", ["draft_model", "ngram"])
+@pytest.mark.parametrize("method", ["draft_model", "draft_model_greedy", "ngram"])
 def test_sampled_first_two_tokens_follow_the_target(tmp_path, method):
     """End to end at temperature 1: the joint distribution of the first two generated tokens under
-    speculation equals the target's exact one (chi-square, fixed seed, p > 1e-3)."""
+    speculation equals the target's exact one (chi-square, fixed seed, p > 1e-3). The draft model samples
+    its drafts (draft_sample_method="probabilistic") or drafts its argmax (vLLM's default, "greedy")."""
     vocab = 8
     target = make_model_dir(tmp_path / "t", "llama", seed=5, vocab_size=vocab, std=0.5)
     draft = make_model_dir(tmp_path / "d", "llama", seed=6, vocab_size=vocab, std=0.5)
@@ -137,8 +139,9 @@ def test_sampled_first_two_tokens_follow_the_target(tmp_path, method):
         p2 = hf(seconds).logits[:, -1].softmax(-1)  # [V, V]
     joint = (p1[:, None] * p2).flatten().tolist()  # [V * V]
 
-    spec = {"method": method, "num_speculative_tokens": 2}
-    spec |= {"model": str(draft)} if method == "draft_model" else {"prompt_lookup_max": 2}
+    spec = {"method": method.removesuffix("_greedy"), "num_speculative_tokens": 2}
+    spec |= {"model": str(draft)} if method.startswith("draft_model") else {"prompt_lookup_max": 2}
+    spec |= {"draft_sample_method": "probabilistic"} if method == "draft_model" else {}
     llm = LLM(model=str(target), device="cpu", seed=7, max_num_seqs=256, speculative_config=spec)
     n = 4000
     # max_tokens=4: after the prefill's token, 2 drafts are verified, so the second token passes the sampler
@@ -158,7 +161,7 @@ def test_speculative_config_validation(models):
         ({"method": "lookahead"}, "method"),
         ({"method": "draft_model"}, "model"),
         ({"method": "ngram", "num_speculative_tokens": 0}, "num_speculative_tokens"),
-        ({"method": "ngram", "num_speculative_tokens": 99}, "num_speculative_tokens"),
+        ({"method": "ngram", "num_speculative_tokens": 129}, "num_speculative_tokens"),  # MAX_SPEC_LEN 128
         ({"method": "ngram", "prompt_lookup_min": 5, "prompt_lookup_max": 2}, "prompt_lookup"),
         ({"method": "ngram", "bogus": 1}, "bogus"),
     ]
@@ -172,7 +175,7 @@ def test_vocab_mismatch_names_both_sizes(models, tmp_path):
     other = make_model_dir(tmp_path / "other", "llama", vocab_size=64)
     with pytest.raises(ValueError, match=r"vocab_size=64.*vocab_size=96"):
         LLM(
-            model=str(target), device="cpu", speculative_config={"method": "draft_model", "model": str(other)}
+            model=str(target), device="cpu", speculative_config={"method": "draft_model", "model": str(other), "num_speculative_tokens": 2}
         )
 
 
@@ -180,7 +183,9 @@ def test_mixed_draft_counts_in_one_batch(models):
     """Requests with 0, short and full drafts in one step verify together (ngram finds matches in some)."""
     target, _ = models
     llm = LLM(
-        model=str(target), device="cpu", speculative_config={"method": "ngram", "num_speculative_tokens": 4}
+        model=str(target), device="cpu",
+        speculative_config={"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1,
+                            "prompt_lookup_max": 4},
     )
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     prompts = [p for p, _ in itertools.product(PROMPTS, range(2))]

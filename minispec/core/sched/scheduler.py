@@ -7,7 +7,8 @@ go first; when the KV pool runs short the most recently admitted request is pree
 recomputed later), as in vLLM V1.
 
 After the step, `update_from_output` appends the sampled tokens, rolls back rejected drafts by lowering
-`num_computed_tokens`, applies the stop rules, and frees finished requests.
+`num_computed_tokens`, applies the stop rules, and frees finished requests. `finish_requests` removes
+requests from outside the step (an abort), wherever they are, and frees their blocks.
 """
 
 from __future__ import annotations
@@ -34,6 +35,21 @@ class Scheduler:
     def has_unfinished_requests(self) -> bool:
         return bool(self.waiting or self.running)
 
+    def finish_requests(self, request_ids, finished_status: RequestStatus) -> list[Request]:
+        """Take the requests `request_ids` out of the queues, free their blocks and mark them finished;
+        unknown or already finished ids are skipped. Returns the requests it finished."""
+        ids = {request_ids} if isinstance(request_ids, str) else set(request_ids)
+        found = [r for r in list(self.waiting) + self.running if r.request_id in ids]
+        for request in found:
+            if request in self.running:
+                self.running.remove(request)
+            else:
+                self.waiting.remove(request)
+            self.kv_cache_manager.free(request)
+            request.status = finished_status
+            request.spec_token_ids = []
+        return found
+
     def schedule(self) -> SchedulerOutput:
         budget = self.config.max_num_batched_tokens
         scheduled: list[Request] = []
@@ -45,6 +61,9 @@ class Scheduler:
         while i < len(self.running) and budget > 0:
             request = self.running[i]
             num_new = min(request.num_tokens_with_spec - request.num_computed_tokens, budget)
+            # positions stay below max_model_len with room for the sampled token (vLLM: drafts are capped
+            # here, not when they are proposed; drafts past max_tokens are cut by the stop check)
+            num_new = min(num_new, self.max_model_len - request.num_computed_tokens - 1)
             while self.kv_cache_manager.allocate_slots(request, num_new) is None:
                 victim = self.running.pop()  # the most recently admitted request
                 self._preempt(victim)
@@ -112,14 +131,8 @@ class Scheduler:
                 self._free(request)
                 finished.append(request)
             elif spec_token_ids is not None and spec_token_ids[i]:
-                request.spec_token_ids = spec_token_ids[i][: self.max_num_spec_tokens(request)]
+                request.spec_token_ids = list(spec_token_ids[i])  # vLLM's update_draft_token_ids
         return finished
-
-    def max_num_spec_tokens(self, request: Request) -> int:
-        """Drafts never run past max_tokens or max_model_len (the +1 is the bonus or recovered token)."""
-        left_in_request = request.max_tokens - request.num_output_tokens - 1
-        left_in_model = self.max_model_len - request.num_tokens - 1
-        return max(0, min(left_in_request, left_in_model))
 
     def _check_stop(self, request: Request, token_id: int) -> bool:
         if token_id in request.eos_token_ids or token_id in request.stop_token_ids:

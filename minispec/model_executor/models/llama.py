@@ -44,30 +44,58 @@ class LlamaArchConfig:
     qk_norm: bool
 
     @classmethod
-    def from_hf(cls, hf: dict) -> LlamaArchConfig:
+    def from_hf(cls, hf: dict, source: str = "config.json") -> LlamaArchConfig:
+        """Read and check the fields; ValueError naming `source` and the key for a missing or bad value."""
+        from minispec.config import is_int, is_real
+
+        def get(key: str, default=None, kind: str = "int", required: bool = False):
+            if key not in hf or hf[key] is None:
+                if required:
+                    raise ValueError(f"{source} has no {key!r}, which a Llama-family config needs")
+                return default
+            value = hf[key]
+            ok = {"int": is_int(value) and value >= 1, "bool": isinstance(value, bool),
+                  "real": is_real(value) and value > 0 and value == value and value != float("inf")}[kind]
+            if not ok:
+                allowed = {"int": "an int >= 1", "bool": "true or false", "real": "a finite number > 0"}[kind]
+                raise ValueError(f"{source}: {key}={value!r} must be {allowed}")
+            return value
+
         model_type = hf.get("model_type", "llama")
         rope = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+        if not isinstance(rope, dict):
+            raise ValueError(f"{source}: rope_parameters / rope_scaling={rope!r} must be an object or null")
         rope_type = rope.get("rope_type", rope.get("type", "default"))
         if rope_type not in ("default", None):
             raise ValueError(
                 f"rope_scaling type {rope_type!r} is not supported; minispec supports 'default' RoPE"
             )
-        heads = hf["num_attention_heads"]
+        sizes = {k: get(k, required=True) for k in ("vocab_size", "hidden_size", "intermediate_size",
+                                                    "num_hidden_layers", "num_attention_heads")}
+        heads, hidden = sizes["num_attention_heads"], sizes["hidden_size"]
+        kv_heads = get("num_key_value_heads", heads)
+        if heads % kv_heads:
+            raise ValueError(f"{source}: num_attention_heads={heads} must be a multiple of num_key_value_heads={kv_heads}")
+        if get("head_dim") is None and hidden % heads:
+            raise ValueError(f"{source}: hidden_size={hidden} is not a multiple of num_attention_heads={heads} "
+                             "and no head_dim is given")
+        head_dim = get("head_dim", hidden // heads)
+        if head_dim % 2:
+            raise ValueError(f"{source}: head_dim={head_dim} must be even (rotary embeddings rotate pairs)")
+        rope_theta = hf.get("rope_theta", rope.get("rope_theta", 10000.0))
+        if not (is_real(rope_theta) and 0 < rope_theta < float("inf")):
+            raise ValueError(f"{source}: rope_theta={rope_theta!r} must be a finite number > 0")
         return cls(
             model_type=model_type,
-            vocab_size=hf["vocab_size"],
-            hidden_size=hf["hidden_size"],
-            intermediate_size=hf["intermediate_size"],
-            num_hidden_layers=hf["num_hidden_layers"],
-            num_attention_heads=heads,
-            num_key_value_heads=hf.get("num_key_value_heads") or heads,
-            head_dim=hf.get("head_dim") or hf["hidden_size"] // heads,
-            rms_norm_eps=hf.get("rms_norm_eps", 1e-6),
-            rope_theta=float(hf.get("rope_theta", rope.get("rope_theta", 10000.0))),
-            max_position_embeddings=hf.get("max_position_embeddings", 2048),
-            tie_word_embeddings=hf.get("tie_word_embeddings", False),
-            attention_bias=hf.get("attention_bias", model_type == "qwen2"),
-            mlp_bias=hf.get("mlp_bias", False),
+            **{k: int(v) for k, v in sizes.items()},
+            num_key_value_heads=int(kv_heads),
+            head_dim=int(head_dim),
+            rms_norm_eps=float(get("rms_norm_eps", 1e-6, "real")),
+            rope_theta=float(rope_theta),
+            max_position_embeddings=int(get("max_position_embeddings", 2048)),
+            tie_word_embeddings=get("tie_word_embeddings", False, "bool"),
+            attention_bias=get("attention_bias", model_type == "qwen2", "bool"),
+            mlp_bias=get("mlp_bias", False, "bool"),
             qk_norm=model_type == "qwen3",
         )
 
@@ -232,7 +260,10 @@ class LlamaForCausalLM(nn.Module):
                     break
             if target not in params:
                 raise ValueError(f"checkpoint tensor {name!r} has no place in {type(self).__name__}")
-            self._copy_shard(params[target], tensor, shard)
+            try:
+                self._copy_shard(params[target], tensor, shard)
+            except ValueError as e:
+                raise ValueError(f"{name!r}: {e}") from None
             loaded.add(target)
         missing = set(params) - loaded - ({"lm_head.weight"} if self.config.tie_word_embeddings else set())
         if missing:
@@ -249,5 +280,8 @@ class LlamaForCausalLM(nn.Module):
         else:
             dst = param.data.narrow(0, shard * cfg.intermediate_size, cfg.intermediate_size)
         if dst.shape != tensor.shape:
-            raise ValueError(f"shape mismatch for {tuple(dst.shape)} <- {tuple(tensor.shape)}")
+            raise ValueError(
+                f"checkpoint tensor shape {tuple(tensor.shape)} does not match {tuple(dst.shape)} expected from "
+                "config.json (vocab_size, hidden_size, intermediate_size, heads)"
+            )
         dst.copy_(tensor)

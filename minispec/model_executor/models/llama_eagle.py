@@ -148,12 +148,14 @@ class EagleLlamaForCausalLM(nn.Module):
     @classmethod
     def from_pretrained(cls, folder: str | Path, target: LlamaForCausalLM | None = None,
                         dtype: torch.dtype = torch.float32, device="cpu") -> EagleLlamaForCausalLM:
-        from minispec.model_executor.model_loader import load_weights
+        from minispec.model_executor.model_loader import load_weights, read_json
 
         folder = Path(folder)
-        hf = json.loads((folder / "config.json").read_text())
+        hf = read_json(folder / "config.json")
         weights = load_weights(folder)
-        cfg = LlamaArchConfig.from_hf(hf)
+        cfg = LlamaArchConfig.from_hf(hf, source=f"{folder}/config.json")
+        if "fc.weight" not in weights:
+            raise ValueError(f"{folder} holds no 'fc.weight': not an EAGLE-1 checkpoint")
         model = cls(cfg, target, fc_bias="fc.bias" in weights, own_embeddings="embed_tokens.weight" in weights)
         load_into(model, weights, cfg)
         model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)

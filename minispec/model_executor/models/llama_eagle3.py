@@ -21,7 +21,6 @@ Checkpoint format (the public EAGLE-3 one): config.json with `draft_vocab_size` 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -93,7 +92,7 @@ class Eagle3LlamaForCausalLM(nn.Module):
                 f"EAGLE-3 draft has hidden_size={self.config.hidden_size}, vocab_size={self.config.vocab_size}; "
                 f"the target has hidden_size={arch.hidden_size}, vocab_size={arch.vocab_size}"
             )
-        if max(self._aux) >= arch.num_hidden_layers:
+        if max(self._aux) >= arch.num_hidden_layers or min(self._aux) < 0:
             raise ValueError(f"aux_hidden_layers={self._aux} but the target has {arch.num_hidden_layers} layers")
         self._target = [target]
 
@@ -126,22 +125,36 @@ class Eagle3LlamaForCausalLM(nn.Module):
     @classmethod
     def from_pretrained(cls, folder: str | Path, target: LlamaForCausalLM | None = None,
                         dtype: torch.dtype = torch.float32, device="cpu") -> Eagle3LlamaForCausalLM:
-        from minispec.model_executor.model_loader import load_weights
+        from minispec.config import is_int
+        from minispec.model_executor.model_loader import load_weights, read_json
 
         folder = Path(folder)
-        hf = json.loads((folder / "config.json").read_text())
+        hf = read_json(folder / "config.json")
         weights = load_weights(folder)
-        cfg = LlamaArchConfig.from_hf(hf)
-        aux = (hf.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+        cfg = LlamaArchConfig.from_hf(hf, source=f"{folder}/config.json")
+        eagle_config = hf.get("eagle_config") if isinstance(hf.get("eagle_config"), dict) else {}
+        aux = eagle_config.get("eagle_aux_hidden_state_layer_ids")
         if aux is None:
             if target is None:
                 raise ValueError(f"{folder}/config.json names no eagle_aux_hidden_state_layer_ids; pass the target")
             aux = default_aux_layers(target.config.num_hidden_layers)
-        model = cls(cfg, hf.get("draft_vocab_size") or cfg.vocab_size, tuple(aux), target,
-                    own_embeddings="embed_tokens.weight" in weights)
+        if not isinstance(aux, (list, tuple)) or not all(is_int(i) and i >= 0 for i in aux):
+            raise ValueError(f"{folder}/config.json: eagle_aux_hidden_state_layer_ids={aux!r} must list layer "
+                             "indices (ints >= 0)")
+        draft_vocab = hf.get("draft_vocab_size") or cfg.vocab_size
+        if not is_int(draft_vocab):
+            raise ValueError(f"{folder}/config.json: draft_vocab_size={draft_vocab!r} must be an int")
+        model = cls(cfg, int(draft_vocab), tuple(aux), target, own_embeddings="embed_tokens.weight" in weights)
         renamed = dict(weights)
+        d2t = renamed.get("d2t")
+        if d2t is None:  # the draft-to-target id map is a buffer: load_into would not miss it
+            raise ValueError(f"{folder} holds no 'd2t' tensor (draft id -> target id offsets) of an EAGLE-3 head")
+        ok_shape = tuple(d2t.shape) == (model.draft_vocab_size,)
+        ids = torch.arange(model.draft_vocab_size) + d2t.long() if ok_shape else None
+        if ids is None or ids.min() < 0 or ids.max() >= cfg.vocab_size:
+            raise ValueError(f"{folder}: d2t must map each of the draft_vocab_size={model.draft_vocab_size} "
+                             f"draft ids to a target id in [0, {cfg.vocab_size})")
         if "t2d" not in renamed:  # some checkpoints ship d2t only: rebuild the mask from it
-            ids = torch.arange(model.draft_vocab_size) + renamed["d2t"]
             renamed["t2d"] = torch.zeros(cfg.vocab_size, dtype=torch.bool).index_fill_(0, ids, True)
         load_into(model, renamed, cfg)
         model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)

@@ -12,7 +12,8 @@ Checkpoint (a folder): config.json with `medusa_num_heads`, `medusa_num_layers`,
 (and optionally `base_model_name_or_path`), plus weights in `medusa_lm_head.safetensors` or the torch pickle
 `medusa_lm_head.pt`. Weight keys are those of an `nn.ModuleList` of `nn.Sequential`s:
 `{i}.{j}.linear.weight`, `{i}.{j}.linear.bias` for ResBlock j of head i, and `{i}.{L}.weight` for its
-vocabulary projection (`{i}.1.weight` when L = 1).
+vocabulary projection (`{i}.1.weight` when L = 1). `save_pretrained` also writes what vLLM's `MedusaConfig`
+reads: `model_type` "medusa", `architectures` ["MedusaModel"] and `medusa_fc_bias` true (the ResBlocks' bias).
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ class Medusa(nn.Module):
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         raw = {k: v for k, v in asdict(self.config).items() if v is not None}
+        # what vLLM's MedusaConfig needs: its model_type and architecture, and medusa_fc_bias, without which
+        # vLLM builds the ResBlocks' Linear with no bias and drops the trained one
+        raw.update(model_type="medusa", architectures=["MedusaModel"], medusa_fc_bias=True)
         (folder / "config.json").write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
         weights = self.medusa_state_dict()
         weight_file = folder / (SAFETENSORS_FILE if safetensors else PICKLE_FILE)
@@ -102,10 +106,20 @@ class Medusa(nn.Module):
 
 
 def load_medusa_weights(folder: Path) -> dict[str, torch.Tensor]:
-    if (folder / SAFETENSORS_FILE).is_file():
-        return load_file(folder / SAFETENSORS_FILE)
-    if (folder / PICKLE_FILE).is_file():
-        return torch.load(folder / PICKLE_FILE, map_location="cpu", weights_only=True)
+    for name, load in ((SAFETENSORS_FILE, load_file),
+                       (PICKLE_FILE, lambda f: torch.load(f, map_location="cpu", weights_only=True))):
+        if (folder / name).is_file():
+            try:
+                weights = load(folder / name)
+            except Exception as e:  # noqa: BLE001 - SafetensorError, UnpicklingError, ...: an unusable file
+                raise ValueError(f"{folder / name} is not a readable Medusa weight file (truncated or corrupt?): "
+                                 f"{type(e).__name__}") from e
+            if not isinstance(weights, dict) or not all(
+                isinstance(k, str) and k.split(".")[0].isdigit() and isinstance(v, torch.Tensor)
+                for k, v in weights.items()
+            ) or not weights:
+                raise ValueError(f"{folder / name} does not hold Medusa-1 tensors named '{{head}}.{{layer}}...'")
+            return weights
     raise ValueError(f"{folder} holds neither {SAFETENSORS_FILE} nor {PICKLE_FILE}: not a Medusa checkpoint")
 
 
@@ -114,19 +128,30 @@ def load_medusa(
 ) -> Medusa:
     """Build the heads of a Medusa-1 folder. The number of heads is read from the weights: the published
     Vicuna configs say `medusa_num_heads: 2` while their weights hold 5 heads."""
+    from minispec.config import is_int
+    from minispec.model_executor.model_loader import read_json
+
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise ValueError(f"model={str(folder)!r} has no config.json; a Medusa folder needs one")
-    raw = json.loads((folder / "config.json").read_text())
+    raw = read_json(folder / "config.json")
     weights = load_medusa_weights(folder)
-    num_heads = 1 + max(int(k.split(".")[0]) for k in weights)
+    head_ids = {int(k.split(".")[0]) for k in weights}
+    num_heads = 1 + max(head_ids)
+    if head_ids != set(range(num_heads)):
+        raise ValueError(f"{folder}: Medusa weights name heads {sorted(head_ids)[:8]}; expected 0..n-1")
     layers = raw.get("medusa_num_layers", 1)
+    if not is_int(layers) or layers < 1:
+        raise ValueError(f"{folder}/config.json: medusa_num_layers={layers!r} must be an int >= 1")
     proj = weights[f"0.{layers}.weight"] if f"0.{layers}.weight" in weights else None
-    if proj is None:
-        raise ValueError(f"{folder}: no '0.{layers}.weight' for medusa_num_layers={layers}")
+    if proj is None or proj.dim() != 2:
+        raise ValueError(f"{folder}: no 2-D '0.{layers}.weight' (vocabulary projection) for medusa_num_layers={layers}")
     raw = {**raw, "medusa_num_heads": num_heads, "vocab_size": proj.shape[0], "hidden_size": proj.shape[1]}
     model = Medusa(MedusaConfig.from_dict(raw))
-    missing, unexpected = model.heads.load_state_dict(weights, strict=False)
+    try:
+        missing, unexpected = model.heads.load_state_dict(weights, strict=False)
+    except RuntimeError as e:  # tensors of another shape than the config and the projection imply
+        raise ValueError(f"{folder}: Medusa weights do not fit the heads: {str(e).splitlines()[-1].strip()}") from e
     if missing or unexpected:
         raise ValueError(f"{folder}: Medusa weights missing {missing[:4]} / unexpected {unexpected[:4]}")
     return model.to(device=device, dtype=dtype).eval().requires_grad_(False)

@@ -19,10 +19,7 @@ drafter's pools) before the error propagates, so the engine stays usable.
 from __future__ import annotations
 
 import itertools
-import math
-import os
 
-import numpy as np
 import torch
 from transformers import AutoTokenizer
 
@@ -32,27 +29,17 @@ from minispec.core.request import Request, RequestStatus
 from minispec.core.sched.scheduler import Scheduler
 from minispec.engine.input_processor import InputProcessor
 from minispec.model_executor.model_loader import (
-    check_kind,
     get_model,
     read_json,
     resolve_dtype,
     resolve_model_path,
 )
-from minispec.model_executor.models.llama_eagle import EagleLlamaForCausalLM
-from minispec.model_executor.models.llama_eagle3 import Eagle3LlamaForCausalLM
-from minispec.model_executor.models.medusa import Medusa, load_medusa
 from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sample.metadata import make_generator
-from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
 from minispec.sampling_params import SamplingParams
-from minispec.spec_decode.draft_model import DraftModelProposer
-from minispec.spec_decode.eagle import EagleProposer
-from minispec.spec_decode.medusa import MedusaProposer
 from minispec.spec_decode.metrics import SpecDecodingStats
-from minispec.spec_decode.ngram_proposer import NgramProposer
+from minispec.worker.kv_cache import allocate_for_model, bytes_per_block
 from minispec.worker.model_runner import ModelRunner
-
-SPEC_MODEL = "speculative_config model"  # how errors name the drafter's folder
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -74,12 +61,6 @@ def resolve_device(device: str | torch.device) -> torch.device:
         if resolved.index is not None and resolved.index >= torch.cuda.device_count():
             raise ValueError(f"device={device!r} but only {torch.cuda.device_count()} CUDA device(s) exist")
     return resolved
-
-
-def _memory_bytes(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[1]
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 class LLMEngine:
@@ -128,115 +109,17 @@ class LLMEngine:
         )
         self.speculative_config = speculative_config
         num_blocks = self._num_blocks(arch)
-        kv_caches = self._allocate_kv_caches(self.model, num_blocks)  # checks the memory first
+        kv_caches = allocate_for_model(self.model, num_blocks, self.cache_config.block_size, self.device,
+                                       f"num_kv_blocks={num_blocks}")  # checks the memory first
         self.kv_cache_manager = KVCacheManager(num_blocks, self.cache_config.block_size)
         self.scheduler = Scheduler(self.scheduler_config, self.kv_cache_manager)
         self.input_processor = InputProcessor(arch.vocab_size, max_model_len, self.cache_config.block_size, num_blocks)
-        self.model_runner = ModelRunner(self.model, kv_caches, self.cache_config.block_size, self.device)
-        if speculative_config is not None:
-            self._init_speculation(speculative_config, dtype, num_blocks)
+        # as in vLLM, the runner builds its drafter (and loads the draft's weights) from the speculative config
+        self.model_runner = ModelRunner(self.model, kv_caches, self.cache_config.block_size, self.device,
+                                        speculative_config, max_model_len)
         self._request_counter = itertools.count()
 
     # ---- speculative decoding -----------------------------------------------------------------------
-    def _init_speculation(self, spec: SpeculativeConfig, dtype: str, num_blocks: int) -> None:
-        runner = self.model_runner
-        runner.disable_by_batch_size = spec.disable_by_batch_size
-        runner.spec_decoding_stats = SpecDecodingStats.new(spec.num_speculative_tokens)
-        if spec.acceptance_method == "typical_acceptance_sampler":
-            runner.typical_acceptance_sampler = TypicalAcceptanceSampler(
-                spec.posterior_threshold, spec.posterior_alpha
-            )
-        max_model_len = self.scheduler_config.max_model_len
-        if spec.method == "medusa":
-            heads = self._load_medusa(spec.model, dtype)
-            self._check_tree_ranks(spec, heads.config.vocab_size)
-            runner.spec_tree = spec.token_tree
-            runner.drafter = MedusaProposer(heads, spec.num_speculative_tokens, spec.token_tree)
-            return
-        if spec.method in ("eagle", "eagle3"):
-            runner.spec_tree = spec.token_tree
-            runner.drafter = self._make_eagle(spec, dtype, num_blocks)
-            runner.aux_hidden_layers = tuple(sorted(set(runner.drafter.draft.aux_hidden_layers)))
-            return
-        if spec.method == "ngram":
-            runner.drafter = _NgramDrafter(
-                NgramProposer(
-                    spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens, max_model_len
-                )
-            )
-            return
-        draft = get_model(spec.model, dtype, self.device, param=SPEC_MODEL)
-        target_vocab, draft_vocab = self.model.config.vocab_size, draft.config.vocab_size
-        if draft_vocab != target_vocab:
-            raise ValueError(
-                f"speculative_config model={spec.model!r} has vocab_size={draft_vocab} but the target has "
-                f"vocab_size={target_vocab}; a draft model must share the target's vocabulary"
-            )
-        block_size = self.cache_config.block_size
-        draft_runner = ModelRunner(draft, self._allocate_kv_caches(draft, num_blocks), block_size, self.device)
-        runner.drafter = DraftModelProposer(
-            draft,
-            draft_runner,
-            KVCacheManager(num_blocks, block_size),
-            spec.num_speculative_tokens,
-            # the draft stops drafting at the end of its own context window (vLLM: the draft's max_model_len)
-            min(max_model_len, draft.config.max_position_embeddings),
-            draft_sample_method=spec.draft_sample_method,
-        )
-
-    def _load_medusa(self, model: str, dtype: str) -> Medusa:
-        path = resolve_model_path(model, SPEC_MODEL)
-        check_kind(path, "medusa", SPEC_MODEL, model)
-        try:
-            heads = load_medusa(path, resolve_dtype(dtype), self.device)
-        except ValueError as e:
-            raise ValueError(f"speculative_config model={model!r}: {e}") from e
-        arch = self.model.config
-        if (heads.config.hidden_size, heads.config.vocab_size) != (arch.hidden_size, arch.vocab_size):
-            raise ValueError(
-                f"speculative_config model={model!r} has hidden_size={heads.config.hidden_size}, "
-                f"vocab_size={heads.config.vocab_size}; the target has hidden_size={arch.hidden_size}, "
-                f"vocab_size={arch.vocab_size}: Medusa heads must be trained on this target"
-            )
-        return heads
-
-    def _make_eagle(self, spec: SpeculativeConfig, dtype: str, num_blocks: int) -> EagleProposer:
-        """The EAGLE head on this target, with its own one-layer paged KV cache."""
-        path = resolve_model_path(spec.model, SPEC_MODEL)
-        check_kind(path, spec.method, SPEC_MODEL, spec.model)
-        cls = Eagle3LlamaForCausalLM if spec.method == "eagle3" else EagleLlamaForCausalLM
-        try:
-            draft = cls.from_pretrained(path, self.model, resolve_dtype(dtype), self.device)
-        except ValueError as e:
-            raise ValueError(f"speculative_config model={spec.model!r}: {e}") from e
-        draft_vocab = getattr(draft, "draft_vocab_size", draft.config.vocab_size)
-        self._check_tree_ranks(spec, draft_vocab)
-        block_size = self.cache_config.block_size
-        shape = (num_blocks * block_size, draft.config.num_key_value_heads, draft.config.head_dim)
-        self._check_memory(2 * math.prod(shape) * resolve_dtype(dtype).itemsize, "the EAGLE head's KV cache")
-        kv = [tuple(torch.zeros(shape, dtype=resolve_dtype(dtype), device=self.device) for _ in range(2))]
-        return EagleProposer(
-            draft,
-            kv,
-            KVCacheManager(num_blocks, block_size),
-            spec.num_speculative_tokens,
-            self.scheduler_config.max_model_len,
-            tree=spec.token_tree,
-            dynamic_tree=spec.dynamic_tree,
-            draft_sample_method=spec.draft_sample_method,
-        )
-
-    @staticmethod
-    def _check_tree_ranks(spec: SpeculativeConfig, vocab_size: int) -> None:
-        """A tree's ranks (and EAGLE-2's top_k) pick among the drafter's candidates: at most its vocabulary."""
-        if spec.token_tree is not None and spec.token_tree.paths:
-            top = 1 + max(max(p) for p in spec.token_tree.paths)
-            if top > vocab_size:
-                raise ValueError(f"the token tree asks for the drafter's top-{top} candidates; its vocabulary "
-                                 f"has {vocab_size} tokens")
-        if spec.dynamic_tree is not None and spec.dynamic_tree.top_k > vocab_size:
-            raise ValueError(f"top_k={spec.dynamic_tree.top_k} exceeds the drafter's vocabulary of {vocab_size}")
-
     def get_spec_decoding_stats(self) -> SpecDecodingStats | None:
         return self.model_runner.spec_decoding_stats
 
@@ -265,40 +148,21 @@ class LLMEngine:
             ids |= {int(t) for t in eos}
         return ids
 
-    def _bytes_per_block(self, model) -> int:
-        arch = model.config
-        per_token = 2 * arch.num_hidden_layers * arch.num_key_value_heads * arch.head_dim
-        return per_token * self.cache_config.block_size * model.model.embed_tokens.weight.element_size()
+    def _target_bytes_per_block(self) -> int:
+        arch = self.model.config
+        return bytes_per_block(arch.num_hidden_layers, arch.num_key_value_heads, arch.head_dim,
+                               self.cache_config.block_size, self.model.model.embed_tokens.weight.dtype)
 
     def _num_blocks(self, arch) -> int:
         cfg = self.cache_config
         if cfg.num_blocks is not None:
             return cfg.num_blocks
         needed = self.scheduler_config.max_num_seqs * cdiv(self.scheduler_config.max_model_len, cfg.block_size)
-        bytes_per_block = self._bytes_per_block(self.model)
-        if bytes_per_block > cfg.kv_cache_memory_bytes:
-            raise ValueError(f"block_size={cfg.block_size}: one KV block takes {bytes_per_block:,} bytes, more "
+        block_bytes = self._target_bytes_per_block()
+        if block_bytes > cfg.kv_cache_memory_bytes:
+            raise ValueError(f"block_size={cfg.block_size}: one KV block takes {block_bytes:,} bytes, more "
                              f"than the KV cache budget of {cfg.kv_cache_memory_bytes:,}; lower block_size")
-        return max(1, min(needed, cfg.kv_cache_memory_bytes // bytes_per_block))
-
-    def _check_memory(self, nbytes: int, what: str) -> None:
-        available = _memory_bytes(self.device)
-        if nbytes > available:
-            raise ValueError(f"{what} would take {nbytes / 2**30:.1f} GiB; {self.device} has "
-                             f"{available / 2**30:.1f} GiB. Lower num_kv_blocks or block_size")
-
-    def _allocate_kv_caches(self, model, num_blocks: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        arch = model.config
-        self._check_memory(num_blocks * self._bytes_per_block(model), f"num_kv_blocks={num_blocks}")
-        shape = (num_blocks * self.cache_config.block_size, arch.num_key_value_heads, arch.head_dim)
-        dtype = model.model.embed_tokens.weight.dtype
-        return [
-            (
-                torch.zeros(shape, dtype=dtype, device=self.device),
-                torch.zeros(shape, dtype=dtype, device=self.device),
-            )
-            for _ in range(arch.num_hidden_layers)
-        ]
+        return max(1, min(needed, cfg.kv_cache_memory_bytes // block_bytes))
 
     # ---- requests -----------------------------------------------------------------------------------
     def check_request(self, prompt_token_ids, params: SamplingParams) -> list[int]:
@@ -367,18 +231,3 @@ class LLMEngine:
             logprobs=request.logprobs,
         )
         return RequestOutput(request.request_id, request.prompt, request.prompt_token_ids, [completion])
-
-
-class _NgramDrafter:
-    """Feeds each request's token history (with the tokens sampled this step) to the NgramProposer."""
-
-    def __init__(self, proposer: NgramProposer):
-        self.proposer = proposer
-
-    def propose(
-        self, requests: list[Request], new_token_ids: list[list[int]], sampling_metadata
-    ) -> list[list[int]]:
-        histories = [
-            np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(requests, new_token_ids)
-        ]
-        return self.proposer.propose(histories)

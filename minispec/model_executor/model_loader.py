@@ -22,6 +22,7 @@ from minispec.config import check_path
 from minispec.model_executor.models.llama import LlamaArchConfig, LlamaForCausalLM, RotaryEmbedding
 
 SUPPORTED_ARCHITECTURES = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}
+SPEC_MODEL = "speculative_config model"  # how errors name the drafter's folder
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 MEDUSA_FILES = ("medusa_lm_head.safetensors", "medusa_lm_head.pt")
 # what checkpoint_kind finds, in words, and the speculative method that loads it

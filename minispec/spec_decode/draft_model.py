@@ -74,6 +74,34 @@ class DraftModelProposer:
         self.states: dict[str, DraftState] = {}
         self.draft_probs: dict[str, torch.Tensor] = {}  # request_id -> [num_drafts, V] for random requests
 
+    @classmethod
+    def from_config(cls, spec, target_runner) -> DraftModelProposer:
+        """As v0.32.0's `DraftModelProposer(vllm_config, device, runner)` with its `load_model`: the draft model
+        in the target's dtype, with its own paged cache of as many blocks as the target's."""
+        from minispec.model_executor.model_loader import SPEC_MODEL, get_model
+        from minispec.worker.kv_cache import allocate_for_model
+        from minispec.worker.model_runner import ModelRunner
+
+        target, device = target_runner.model, target_runner.device
+        draft = get_model(spec.model, target.model.embed_tokens.weight.dtype, device, param=SPEC_MODEL)
+        target_vocab, draft_vocab = target.config.vocab_size, draft.config.vocab_size
+        if draft_vocab != target_vocab:
+            raise ValueError(
+                f"speculative_config model={spec.model!r} has vocab_size={draft_vocab} but the target has "
+                f"vocab_size={target_vocab}; a draft model must share the target's vocabulary"
+            )
+        num_blocks, block_size = target_runner.num_blocks, target_runner.block_size
+        caches = allocate_for_model(draft, num_blocks, block_size, device, "the draft model's KV cache")
+        return cls(
+            draft,
+            ModelRunner(draft, caches, block_size, device),
+            KVCacheManager(num_blocks, block_size),
+            spec.num_speculative_tokens,
+            # the draft stops drafting at the end of its own context window (vLLM: the draft's max_model_len)
+            min(target_runner.max_model_len, draft.config.max_position_embeddings),
+            draft_sample_method=spec.draft_sample_method,
+        )
+
     def remove_requests(self, request_ids) -> None:
         for request_id in request_ids:
             state = self.states.pop(request_id, None)

@@ -35,12 +35,13 @@ from dataclasses import dataclass, field
 import torch
 
 from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, slots_of
+from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.sample.metadata import SamplingMetadata
 from minispec.spec_decode.draft_model import sample_draft_tokens
 from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
-from minispec.spec_decode.tree import SpecTree
+from minispec.spec_decode.tree import SpecTree, check_tree_ranks
 
 
 def target_features(
@@ -54,7 +55,6 @@ def target_features(
     return torch.cat([aux_hidden_states[index[layer]] for layer in aux_layers], dim=-1)  # [T, 3H]
 
 
-DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")  # vLLM v0.32.0's SpeculativeConfig.draft_sample_method
 GREEDY = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)  # argmax drafts for every row
 
 
@@ -115,6 +115,39 @@ class EagleProposer(TreeDrafting):
         self.device = kv_caches[0][0].device
         if tree is not None:
             self._init_static_tree(tree)
+
+    @classmethod
+    def from_config(cls, spec, target_runner) -> EagleProposer:
+        """As v0.32.0's `EagleProposer(vllm_config, device, runner)` with its `load_model`: the EAGLE-1 or EAGLE-3
+        head on this target, in its dtype, with its own one-layer paged KV cache."""
+        from minispec.model_executor.model_loader import SPEC_MODEL, check_kind, resolve_model_path
+        from minispec.model_executor.models.llama_eagle import EagleLlamaForCausalLM
+        from minispec.model_executor.models.llama_eagle3 import Eagle3LlamaForCausalLM
+        from minispec.worker.kv_cache import allocate_kv_caches
+
+        path = resolve_model_path(spec.model, SPEC_MODEL)
+        check_kind(path, spec.method, SPEC_MODEL, spec.model)
+        model_cls = Eagle3LlamaForCausalLM if spec.method == "eagle3" else EagleLlamaForCausalLM
+        target, device = target_runner.model, target_runner.device
+        dtype = target.model.embed_tokens.weight.dtype
+        try:
+            draft = model_cls.from_pretrained(path, target, dtype, device)
+        except ValueError as e:
+            raise ValueError(f"speculative_config model={spec.model!r}: {e}") from e
+        check_tree_ranks(spec, getattr(draft, "draft_vocab_size", draft.config.vocab_size))
+        num_blocks, block_size = target_runner.num_blocks, target_runner.block_size
+        caches = allocate_kv_caches(1, draft.config.num_key_value_heads, draft.config.head_dim, num_blocks,
+                                    block_size, dtype, device, "the EAGLE head's KV cache")
+        return cls(
+            draft,
+            caches,
+            KVCacheManager(num_blocks, block_size),
+            spec.num_speculative_tokens,
+            target_runner.max_model_len,
+            tree=spec.token_tree,
+            dynamic_tree=spec.dynamic_tree,
+            draft_sample_method=spec.draft_sample_method,
+        )
 
     @property
     def is_tree(self) -> bool:

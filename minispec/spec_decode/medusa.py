@@ -25,7 +25,7 @@ import torch
 from minispec.core.request import Request
 from minispec.model_executor.models.medusa import Medusa
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.tree import SpecTree
+from minispec.spec_decode.tree import SpecTree, check_tree_ranks
 
 
 class MedusaProposer:
@@ -42,6 +42,29 @@ class MedusaProposer:
         if tree is not None:
             self.topk = 1 + max(p[-1] for p in tree.paths)
             self.node_index = tree.tree_indices(self.topk)[1:] - 1  # [N] into the flat [heads * topk] list
+
+    @classmethod
+    def from_config(cls, spec, target_runner) -> MedusaProposer:
+        """As v0.32.0's `MedusaProposer(vllm_config, device)` with its `load_model`: heads trained on this target."""
+        from minispec.model_executor.model_loader import SPEC_MODEL, check_kind, resolve_model_path
+        from minispec.model_executor.models.medusa import load_medusa
+
+        path = resolve_model_path(spec.model, SPEC_MODEL)
+        check_kind(path, "medusa", SPEC_MODEL, spec.model)
+        target = target_runner.model
+        try:
+            heads = load_medusa(path, target.model.embed_tokens.weight.dtype, target_runner.device)
+        except ValueError as e:
+            raise ValueError(f"speculative_config model={spec.model!r}: {e}") from e
+        arch = target.config
+        if (heads.config.hidden_size, heads.config.vocab_size) != (arch.hidden_size, arch.vocab_size):
+            raise ValueError(
+                f"speculative_config model={spec.model!r} has hidden_size={heads.config.hidden_size}, "
+                f"vocab_size={heads.config.vocab_size}; the target has hidden_size={arch.hidden_size}, "
+                f"vocab_size={arch.vocab_size}: Medusa heads must be trained on this target"
+            )
+        check_tree_ranks(spec, heads.config.vocab_size)
+        return cls(heads, spec.num_speculative_tokens, spec.token_tree)
 
     @torch.inference_mode()
     def propose(

@@ -82,6 +82,11 @@ class NgramProposer:
         self.k = num_speculative_tokens
         self.max_model_len = max_model_len
 
+    @classmethod
+    def from_config(cls, spec, max_model_len: int) -> NgramProposer:
+        """As v0.32.0's `NgramProposer(vllm_config)`."""
+        return cls(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens, max_model_len)
+
     def propose(self, token_ids_per_request: list[np.ndarray]) -> list[list[int]]:
         """Drafts for each request's full token history (prompt + output so far)."""
         return [

@@ -139,6 +139,17 @@ class SpecTree:
         return torch.tensor([0] + [1 + (len(p) - 1) * topk + p[-1] for p in self.paths], dtype=torch.long)
 
 
+def check_tree_ranks(spec, vocab_size: int) -> None:
+    """A tree's ranks (and EAGLE-2's top_k) pick among the drafter's candidates: at most its vocabulary."""
+    if spec.token_tree is not None and spec.token_tree.paths:
+        top = 1 + max(max(p) for p in spec.token_tree.paths)
+        if top > vocab_size:
+            raise ValueError(f"the token tree asks for the drafter's top-{top} candidates; its vocabulary "
+                             f"has {vocab_size} tokens")
+    if spec.dynamic_tree is not None and spec.dynamic_tree.top_k > vocab_size:
+        raise ValueError(f"top_k={spec.dynamic_tree.top_k} exceeds the drafter's vocabulary of {vocab_size}")
+
+
 # ---- verification helpers (used by the model runner) -------------------------------------------------
 def ancestor_mask(parents: torch.Tensor) -> torch.Tensor:
     """[..., N + 1, N + 1] bool from parents [..., N + 1] (-1 at the root): True at each node's ancestors and

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from minispec.attention.paged_attention import AttentionMetadata, build_attention_mask
+from minispec.config import SpeculativeConfig
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
 from minispec.model_executor.models.llama import LlamaForCausalLM
@@ -35,9 +36,12 @@ from minispec.sample.metadata import SamplingMetadata
 from minispec.sample.rejection_sampler import RejectionSampler
 from minispec.sample.sampler import Sampler
 from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
-from minispec.spec_decode.eagle import target_features
+from minispec.spec_decode.draft_model import DraftModelProposer
+from minispec.spec_decode.eagle import EagleProposer, target_features
+from minispec.spec_decode.medusa import MedusaProposer
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
+from minispec.spec_decode.ngram_proposer import NgramProposer
 from minispec.spec_decode.tree import SpecTree
 from minispec.worker.tree_verification import TreeVerificationMixin, VerificationRecord
 
@@ -71,23 +75,49 @@ class ModelRunner(TreeVerificationMixin):
         kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
         block_size: int,
         device: torch.device,
+        speculative_config: SpeculativeConfig | None = None,
+        max_model_len: int | None = None,
     ):
         self.model = model
         self.kv_caches = kv_caches
         self.block_size = block_size
+        self.num_blocks = kv_caches[0][0].shape[0] // block_size
         self.device = device
+        self.max_model_len = max_model_len or model.config.max_position_embeddings
         self.vocab_size = model.config.vocab_size
         self.sampler = Sampler()
-        self.rejection_sampler = RejectionSampler()
-        self.drafter = (
-            None  # a proposer with propose(requests, new_token_ids, sampling_metadata), when speculating
-        )
+        self.speculative_config = speculative_config
+        self.drafter = None  # NgramProposer | DraftModelProposer | MedusaProposer | EagleProposer
         self.disable_by_batch_size: int | None = None
         self.spec_decoding_stats: SpecDecodingStats | None = None
         self.spec_tree: SpecTree | None = None  # tree speculation: drafts are this tree's nodes
         self.typical_acceptance_sampler: TypicalAcceptanceSampler | None = None  # replaces rejection sampling
         self.verification_log: list[VerificationRecord] | None = None  # set to [] to record verifications
         self.aux_hidden_layers: tuple[int, ...] = ()  # target layers whose inputs the drafter reads (EAGLE-3)
+        if speculative_config is not None:
+            self._init_spec_decode(speculative_config)
+
+    def _init_spec_decode(self, spec: SpeculativeConfig) -> None:
+        """As v0.32.0's GPUModelRunner.__init__: the drafter, built (and its model loaded) from the config."""
+        if spec.method == "ngram":
+            self.drafter = NgramProposer.from_config(spec, self.max_model_len)
+        elif spec.method == "draft_model":
+            self.drafter = DraftModelProposer.from_config(spec, self)
+        elif spec.method == "medusa":
+            self.drafter = MedusaProposer.from_config(spec, self)
+        elif spec.method in ("eagle", "eagle3"):
+            self.drafter = EagleProposer.from_config(spec, self)
+            self.aux_hidden_layers = tuple(sorted(set(self.drafter.draft.aux_hidden_layers)))
+        else:
+            raise ValueError(f"speculative_config method={spec.method!r} has no proposer")
+        self.rejection_sampler = RejectionSampler(self.sampler)
+        if spec.acceptance_method == "typical_acceptance_sampler":
+            self.typical_acceptance_sampler = TypicalAcceptanceSampler(
+                spec.posterior_threshold, spec.posterior_alpha, self.sampler
+            )
+        self.spec_tree = spec.token_tree
+        self.disable_by_batch_size = spec.disable_by_batch_size
+        self.spec_decoding_stats = SpecDecodingStats.new(spec.num_speculative_tokens)
 
     # ---- inputs -------------------------------------------------------------------------------------
     def _prepare_inputs(
@@ -241,13 +271,29 @@ class ModelRunner(TreeVerificationMixin):
         if self.drafter is not None:
             spec_token_ids = [[] for _ in so.scheduled_requests]
             if len(so.scheduled_requests) < (self.disable_by_batch_size or float("inf")):
-                extra = {}
-                if getattr(self.drafter, "needs_target_hidden_states", False):
-                    index = torch.as_tensor(last_index, dtype=torch.long, device=self.device)
-                    extra["target_hidden_states"] = out.hidden_states[index]  # [B_s, hidden]
-                for j, drafts in enumerate(self.drafter.propose(reqs, token_ids, sampling_metadata, **extra)):
-                    spec_token_ids[rows[j]] = drafts
+                drafts = self.propose_draft_token_ids(reqs, token_ids, sampling_metadata, out.hidden_states,
+                                                      last_index)
+                for j, d in enumerate(drafts):
+                    spec_token_ids[rows[j]] = d
         return ModelRunnerOutput(sampled, spec_token_ids, logprobs)
+
+    def propose_draft_token_ids(
+        self,
+        reqs: list[Request],
+        sampled_token_ids: list[list[int]],
+        sampling_metadata: SamplingMetadata,
+        hidden_states: torch.Tensor,  # [T, H] the target's last hidden states of this step
+        last_index: np.ndarray,  # [B_s] the flat row of each request's last accepted token
+    ) -> list[list[int]]:
+        """Drafts for the next step, one list per sampling request (vLLM: one branch per method)."""
+        method = self.speculative_config.method
+        if method == "ngram":
+            histories = [np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(reqs, sampled_token_ids)]
+            return self.drafter.propose(histories)
+        if method == "medusa":
+            index = torch.as_tensor(last_index, dtype=torch.long, device=self.device)
+            return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata, hidden_states[index])
+        return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata)  # draft_model, eagle, eagle3
 
     def _verify(self, so, batch, hidden_states, reqs, num_draft_tokens, sampling_metadata):
         """One rejection-sampling pass over every request's drafts (chapter 2's step, batched). Returns the

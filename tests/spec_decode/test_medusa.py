@@ -105,12 +105,10 @@ class _OracleTreeDrafter:
     """Knows the greedy continuation; puts the right token at rank 1 of every depth and a wrong one at
     rank 0, so the accepted path skips nodes and verification must move its KV (compaction)."""
 
-    needs_target_hidden_states = False
-
     def __init__(self, tree: SpecTree, prompt: list[int], continuation: list[int]):
         self.tree, self.full = tree, prompt + continuation
 
-    def propose(self, requests, new_token_ids, sampling_metadata):
+    def propose(self, requests, new_token_ids, sampling_metadata, target_hidden_states):  # MedusaProposer's
         drafts = []
         for r, new in zip(requests, new_token_ids):
             n = len(r.all_token_ids) + len(new)

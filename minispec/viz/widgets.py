@@ -4,9 +4,17 @@ vLLM has no counterpart. A figure function takes plain keyword arguments and ret
 `interactive_or_static(fn, **controls)` turns it into sliders when a person is looking, and otherwise calls
 fn once with default values.
 
-"No front-end" means any of: MINISPEC_STATIC=1, MINISPEC_FAST=1 (CI), or not running inside an IPython
-kernel (plain Python, pytest). A kernel driven by nbclient / nbconvert without MINISPEC_FAST still gets
-the widget; its first drawing is then stored in the widget state instead of the cell output.
+Widgets or a static figure, decided in this order by `has_frontend()`:
+
+1. MINISPEC_STATIC=1: always static (the course site's build sets it, so its pages hold plain figures).
+2. Not inside an IPython kernel (plain Python, pytest): static, since nothing could show a widget.
+3. MINISPEC_WIDGETS=1: widgets, even under MINISPEC_FAST=1 (the browser test: FAST sizes, and a real
+   JupyterLab front-end that must render every widget).
+4. MINISPEC_FAST=1 alone: static (CI's nbclient runs, which have a kernel but no front-end).
+5. Otherwise: widgets. A kernel driven by nbclient / nbconvert without MINISPEC_FAST still gets the widget;
+   its first drawing is then stored in the widget state instead of the cell output.
+
+Setting both MINISPEC_STATIC=1 and MINISPEC_WIDGETS=1 is a contradiction and raises ValueError.
 """
 
 from __future__ import annotations
@@ -19,9 +27,20 @@ from minispec.viz.notebook import env_flag, fast_mode
 
 
 def has_frontend() -> bool:
-    """Whether widgets can be shown: inside an IPython kernel and not asked to be static."""
-    if env_flag("MINISPEC_STATIC") or fast_mode():
+    """Whether widgets are shown: inside an IPython kernel, by the rule in the module docstring."""
+    static, widgets = env_flag("MINISPEC_STATIC"), env_flag("MINISPEC_WIDGETS")
+    if static and widgets:
+        raise ValueError(
+            "MINISPEC_STATIC=1 and MINISPEC_WIDGETS=1 are both set; set at most one "
+            "(MINISPEC_STATIC forces static figures, MINISPEC_WIDGETS forces widgets)"
+        )
+    if static or not in_kernel():
         return False
+    return widgets or not fast_mode()
+
+
+def in_kernel() -> bool:
+    """Whether this code runs inside an IPython kernel (a notebook), not plain Python or a terminal IPython."""
     try:
         from IPython import get_ipython
     except ImportError:

@@ -29,6 +29,7 @@ from minispec.attention.paged_attention import AttentionMetadata, build_attentio
 from minispec.config import SpeculativeConfig
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
+from minispec.engine.step_record import PhaseTimer, StepRecord
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.outputs import Logprob
 from minispec.sample.logprobs import LogprobsTensors
@@ -94,6 +95,8 @@ class ModelRunner(TreeVerificationMixin):
         self.typical_acceptance_sampler: TypicalAcceptanceSampler | None = None  # replaces rejection sampling
         self.verification_log: list[VerificationRecord] | None = None  # set to [] to record verifications
         self.aux_hidden_layers: tuple[int, ...] = ()  # target layers whose inputs the drafter reads (EAGLE-3)
+        self.step_record: StepRecord | None = None  # set by the engine while it records a step (chapter 8)
+        self.timer = PhaseTimer(None)
         if speculative_config is not None:
             self._init_spec_decode(speculative_config)
 
@@ -215,6 +218,8 @@ class ModelRunner(TreeVerificationMixin):
     def execute_model(self, so: SchedulerOutput, block_table: list[list[int]]) -> ModelRunnerOutput:
         custom_masks, position_offsets = self._tree_inputs(so)
         batch = self._prepare_inputs(so, block_table, custom_masks, position_offsets)
+        self._record_batch(so, batch)
+        self.timer.mark("prepare_inputs")
         out = self.model(
             batch.input_ids,
             batch.positions,
@@ -222,6 +227,7 @@ class ModelRunner(TreeVerificationMixin):
             batch.attn_metadata,
             aux_hidden_layers=self.aux_hidden_layers,
         )
+        self.timer.mark("forward")
         rows = batch.sampling_rows
         sampled: list[list[int]] = [[] for _ in so.scheduled_requests]
         logprobs: list = [None] * len(so.scheduled_requests)
@@ -264,6 +270,9 @@ class ModelRunner(TreeVerificationMixin):
         if spec_logprobs is not None:
             for j, entries in enumerate(_to_logprob_dicts(spec_logprobs, reqs)):
                 logprobs[rows[j]] = entries
+        if self.step_record is not None and self.step_record.logits_indices is None:
+            self.step_record.logits_indices = np.asarray(last_index)  # plain step: each request's last token
+        self.timer.mark("verify" if any(num_draft_tokens) else "sample")
         for j, i in enumerate(rows):
             sampled[i] = token_ids[j]
         self._hand_target_features(so, batch, out, valid_rows)
@@ -275,7 +284,18 @@ class ModelRunner(TreeVerificationMixin):
                                                       last_index)
                 for j, d in enumerate(drafts):
                     spec_token_ids[rows[j]] = d
+            self.timer.mark("propose")
         return ModelRunnerOutput(sampled, spec_token_ids, logprobs)
+
+    def _record_batch(self, so: SchedulerOutput, batch: InputBatch) -> None:
+        record = self.step_record
+        if record is None:
+            return
+        record.req_ids = [r.request_id for r in so.scheduled_requests]
+        record.input_ids = batch.input_ids.cpu().numpy()
+        record.positions = batch.positions.cpu().numpy()
+        record.query_start_loc = batch.query_start_loc.copy()
+        record.slot_mapping = batch.attn_metadata.slot_mapping.cpu().numpy()
 
     def propose_draft_token_ids(
         self,
@@ -309,6 +329,9 @@ class ModelRunner(TreeVerificationMixin):
             hidden_states[metadata.logits_indices]
         )  # [num_draft_tokens + B, V]
         md = replace(sampling_metadata, spec_token_ids=drafts)
+        if self.step_record is not None:
+            self.step_record.spec_decode_metadata = metadata
+            self.step_record.logits_indices = metadata.logits_indices.cpu().numpy()
         if self.typical_acceptance_sampler is not None:
             output = self.typical_acceptance_sampler(metadata, logits, md)
         else:

@@ -81,6 +81,8 @@ class TreeVerificationMixin:
         drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
         starts = ends - 1 - np.array([len(d) for d in drafts])  # [B_s] the root's flat index
         index = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)])
+        if self.step_record is not None:
+            self.step_record.logits_indices = index
         logits = self.model.compute_logits(hidden_states[torch.from_numpy(index).to(self.device)])  # [N, V]
         trees = [self._tree_for(r.request_id, len(d)) for r, d in zip(reqs, drafts)]
         # every node judged by the distribution plain sampling would use after its root path

@@ -1,4 +1,4 @@
-"""Tests for minispec/viz/widgets.py and minispec/viz/notebook.py: static fallback, fast mode, answers."""
+"""Tests for minispec/viz/widgets.py and minispec/viz/notebook.py: the widgets-or-static rule, fast mode, answers."""
 
 import ipywidgets
 import pytest
@@ -15,28 +15,77 @@ def figure_of(n: int, scale: float = 2.0, label: str = "a") -> Figure:
     return fig
 
 
-def test_no_frontend_outside_a_kernel(monkeypatch):
-    monkeypatch.delenv("MINISPEC_FAST", raising=False)
-    monkeypatch.delenv("MINISPEC_STATIC", raising=False)
-    assert has_frontend() is False  # pytest is not an IPython kernel
+WIDGET_VARS = ("MINISPEC_FAST", "MINISPEC_STATIC", "MINISPEC_WIDGETS")
 
 
-@pytest.mark.parametrize("var", ["MINISPEC_FAST", "MINISPEC_STATIC"])
-def test_env_vars_force_static_even_in_a_kernel(monkeypatch, var):
+@pytest.fixture
+def clean_env(monkeypatch):
+    for var in WIDGET_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def in_a_kernel(clean_env):
     import IPython
 
     class FakeShell:
         kernel = object()
 
-    monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell())
-    monkeypatch.delenv("MINISPEC_FAST", raising=False)
-    monkeypatch.delenv("MINISPEC_STATIC", raising=False)
+    clean_env.setattr(IPython, "get_ipython", lambda: FakeShell())
+    return clean_env
+
+
+def test_no_frontend_outside_a_kernel(clean_env):
+    assert has_frontend() is False  # pytest is not an IPython kernel
+    clean_env.setenv("MINISPEC_WIDGETS", "1")
+    assert has_frontend() is False  # nothing could show a widget, whatever is asked
+
+
+@pytest.mark.parametrize("var", ["MINISPEC_FAST", "MINISPEC_STATIC"])
+def test_env_vars_force_static_even_in_a_kernel(in_a_kernel, var):
     assert has_frontend() is True
-    monkeypatch.setenv(var, "1")
+    in_a_kernel.setenv(var, "1")
     assert has_frontend() is False
 
 
+@pytest.mark.parametrize(
+    ("fast", "static", "widgets", "expected"),
+    [
+        (None, None, None, True),  # a kernel: widgets
+        ("1", None, None, False),  # FAST alone: nbclient's static fallback
+        ("1", None, "1", True),  # FAST sizes in a real front-end (the browser test)
+        (None, None, "1", True),
+        ("1", "1", None, False),  # the site build
+        (None, "1", "0", False),
+        ("1", "0", "yes", True),
+    ],
+)
+def test_the_rule_in_a_kernel(in_a_kernel, fast, static, widgets, expected):
+    for var, value in zip(WIDGET_VARS, (fast, static, widgets)):
+        if value is not None:
+            in_a_kernel.setenv(var, value)
+    assert has_frontend() is expected
+
+
+def test_static_and_widgets_together_are_an_error(in_a_kernel):
+    in_a_kernel.setenv("MINISPEC_STATIC", "1")
+    in_a_kernel.setenv("MINISPEC_WIDGETS", "1")
+    with pytest.raises(ValueError, match="MINISPEC_STATIC=1 and MINISPEC_WIDGETS=1"):
+        has_frontend()
+    with pytest.raises(ValueError, match="set at most one"):
+        interactive_or_static(figure_of, n=(2, 20, 1))
+
+
+def test_widgets_under_fast_mode(in_a_kernel):
+    in_a_kernel.setenv("MINISPEC_FAST", "1")
+    assert isinstance(interactive_or_static(figure_of, n=(2, 20, 1)), Figure)
+    in_a_kernel.setenv("MINISPEC_WIDGETS", "1")
+    assert isinstance(interactive_or_static(figure_of, n=(2, 20, 1)), ipywidgets.interactive)
+
+
 def test_static_fallback_draws_once_with_defaults(monkeypatch):
+    monkeypatch.delenv("MINISPEC_WIDGETS", raising=False)
     monkeypatch.setenv("MINISPEC_STATIC", "1")
     scale = ipywidgets.FloatSlider(value=3.0, min=0, max=5)
     fig = interactive_or_static(figure_of, n=(2, 20, 1), scale=scale, label=["x", "y"])
@@ -53,15 +102,7 @@ def test_static_values_reject_unknown_controls():
     assert static_values(figure_of, {"n": ipywidgets.fixed(4)}) == {"n": 4}
 
 
-def test_interactive_with_a_frontend(monkeypatch):
-    import IPython
-
-    class FakeShell:
-        kernel = object()
-
-    monkeypatch.setattr(IPython, "get_ipython", lambda: FakeShell())
-    monkeypatch.delenv("MINISPEC_FAST", raising=False)
-    monkeypatch.delenv("MINISPEC_STATIC", raising=False)
+def test_interactive_with_a_frontend(in_a_kernel):
     widget = interactive_or_static(figure_of, n=(2, 20, 1))
     assert isinstance(widget, ipywidgets.interactive)
     assert widget.kwargs == {"n": 11, "scale": 2.0, "label": "a"}

@@ -1,0 +1,71 @@
+"""StepRecord: one engine step written down, for chapter 8 (and chapters 5 and 7).
+
+No vLLM v0.32.0 counterpart (vLLM's nearest are its profiler hooks, `vllm/v1/engine/core.py`'s `step` and the
+`SchedulerStats` it returns). `engine.step_records = []` makes every `LLMEngine.step` append one record; with
+the hook off (None, the default) the step does nothing extra. The record keeps what a reader wants to see:
+
+- the scheduler's decisions: tokens per request against the budget, chunked prefills, preemptions;
+- the flattened batch the model runner built (input_ids, positions, query_start_loc, slot_mapping) and the
+  rows whose logits were computed (logits_indices), with the SpecDecodeMetadata of a speculative step;
+- each request's num_computed_tokens before the step, after scheduling and after the rollback of rejected
+  drafts, its block table, the tokens it emitted and the drafts proposed for the next step;
+- wall-clock seconds per phase: schedule, prepare_inputs, forward, sample (or verify), propose, update.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class StepRecord:
+    step: int
+    token_budget: int  # max_num_batched_tokens
+    num_scheduled_tokens: dict[str, int] = field(default_factory=dict)  # request_id -> tokens this step
+    scheduled_spec_decode_tokens: dict[str, list[int]] = field(default_factory=dict)  # drafts verified
+    chunked_prefills: list[str] = field(default_factory=list)  # requests whose prompt is not done after this step
+    preempted: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # still waiting after scheduling
+    num_computed_before: dict[str, int] = field(default_factory=dict)  # at the start of the step
+    num_computed_scheduled: dict[str, int] = field(default_factory=dict)  # after scheduling (advanced)
+    num_computed_after: dict[str, int] = field(default_factory=dict)  # after the update (rejections rolled back)
+    block_tables: dict[str, list[int]] = field(default_factory=dict)
+    # the flattened batch, in batch order (numpy, on the host)
+    req_ids: list[str] = field(default_factory=list)
+    input_ids: np.ndarray | None = None  # [T]
+    positions: np.ndarray | None = None  # [T] RoPE positions (a tree node's: context + depth)
+    query_start_loc: np.ndarray | None = None  # [B + 1]
+    slot_mapping: np.ndarray | None = None  # [T]
+    logits_indices: np.ndarray | None = None  # [N] rows whose logits were computed
+    spec_decode_metadata: object | None = None  # SpecDecodeMetadata of a speculative step (chains)
+    sampled_token_ids: dict[str, list[int]] = field(default_factory=dict)  # tokens emitted this step
+    spec_token_ids: dict[str, list[int]] = field(default_factory=dict)  # drafts proposed for the next step
+    finished: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
+
+    @property
+    def total_num_scheduled_tokens(self) -> int:
+        return sum(self.num_scheduled_tokens.values())
+
+    @property
+    def num_accepted(self) -> dict[str, int]:
+        """Accepted drafts per request that verified drafts this step."""
+        return {r: len(self.sampled_token_ids.get(r, [])) - 1 for r in self.scheduled_spec_decode_tokens}
+
+
+class PhaseTimer:
+    """Seconds per phase into a StepRecord's timings; every call is a no-op without a record."""
+
+    def __init__(self, record: StepRecord | None):
+        self.record = record
+        self.last = time.perf_counter() if record is not None else 0.0
+
+    def mark(self, phase: str) -> None:
+        if self.record is None:
+            return
+        now = time.perf_counter()
+        self.record.timings[phase] = self.record.timings.get(phase, 0.0) + now - self.last
+        self.last = now

@@ -87,7 +87,7 @@ class ModelConfig:
 
     model: str
     tokenizer: str | None = None
-    dtype: Any = "float32"
+    dtype: Any = "auto"  # vLLM's default: the checkpoint's dtype, float32 checkpoints in bfloat16
     max_model_len: int | None = None  # None: the model's max_position_embeddings
     seed: int = 0
 

@@ -69,7 +69,7 @@ class LLMEngine:
         self,
         model: str,
         tokenizer: str | None = None,
-        dtype: str = "float32",
+        dtype: str = "auto",
         max_model_len: int | None = None,
         max_num_seqs: int = 64,
         max_num_batched_tokens: int | None = None,

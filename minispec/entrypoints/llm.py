@@ -32,7 +32,7 @@ class LLM:
         self,
         model: str,
         tokenizer: str | None = None,
-        dtype: str = "float32",
+        dtype: str = "auto",
         max_model_len: int | None = None,
         max_num_seqs: int = 64,
         seed: int = 0,

@@ -47,16 +47,34 @@ def resolve_model_path(model, param: str = "model", need_config: bool = True) ->
     return path
 
 
-def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
+def resolve_dtype(dtype: str | torch.dtype, hf_config: dict | None = None,
+                  device: str | torch.device = "cpu") -> torch.dtype:
+    """A torch dtype from "float32" / "bfloat16" / "float16", a torch.dtype, or "auto" (vLLM's default).
+
+    "auto" follows vLLM v0.32.0 (`_get_and_verify_dtype` in vllm/config/model.py): the checkpoint's
+    `torch_dtype` (or `dtype`), except that a float32 (or unstated) checkpoint runs in the platform's preferred
+    half type: bfloat16 on CPUs and on GPUs of compute capability 8.0 or more, float16 on older GPUs."""
     if isinstance(dtype, torch.dtype):
         if dtype in DTYPES.values():
             return dtype
-        raise ValueError(f"dtype={dtype!r} is not supported; choose one of {sorted(DTYPES)}")
+        raise ValueError(f"dtype={dtype!r} is not supported; choose 'auto' or one of {sorted(DTYPES)}")
     if not isinstance(dtype, str):
-        raise TypeError(f"dtype={dtype!r} must be a str, one of {sorted(DTYPES)} (or that torch.dtype)")
+        raise TypeError(f"dtype={dtype!r} must be a str, 'auto' or one of {sorted(DTYPES)} (or that torch.dtype)")
+    if dtype == "auto":
+        return _auto_dtype(hf_config or {}, torch.device(device))
     if dtype not in DTYPES:
-        raise ValueError(f"dtype={dtype!r} is not supported; choose one of {sorted(DTYPES)}")
+        raise ValueError(f"dtype={dtype!r} is not supported; choose 'auto' or one of {sorted(DTYPES)}")
     return DTYPES[dtype]
+
+
+def _auto_dtype(hf_config: dict, device: torch.device) -> torch.dtype:
+    stated = hf_config.get("torch_dtype") or hf_config.get("dtype") or "float32"
+    checkpoint = DTYPES.get(str(stated).removeprefix("torch."), torch.float32)
+    bf16_ok = device.type != "cuda" or torch.cuda.get_device_capability(device)[0] >= 8
+    preferred = torch.bfloat16 if bf16_ok else torch.float16
+    if checkpoint == torch.float32 or (checkpoint == torch.bfloat16 and not bf16_ok):
+        return preferred
+    return checkpoint
 
 
 def read_json(file: Path) -> dict:
@@ -182,12 +200,15 @@ def get_model(
     model: str | Path, dtype: str | torch.dtype = "float32", device: str | torch.device = "cpu",
     param: str = "model",
 ) -> LlamaForCausalLM:
-    """Build the decoder described by `model`/config.json and load its weights."""
+    """Build the decoder described by `model`/config.json and load its weights (dtype "auto": vLLM's rule,
+    see resolve_dtype)."""
     path = resolve_model_path(model, param)
-    torch_dtype = resolve_dtype(dtype)
+    resolve_dtype(dtype)  # a bad value fails before anything is read
     check_kind(path, "lm", param, model)
     try:
-        cfg = LlamaArchConfig.from_hf(load_hf_config(path), source=f"{path}/config.json")
+        hf_config = load_hf_config(path)
+        torch_dtype = resolve_dtype(dtype, hf_config, device)
+        cfg = LlamaArchConfig.from_hf(hf_config, source=f"{path}/config.json")
     except ValueError as e:
         raise ValueError(f"{param}={model!r}: {e}") from e
     _check_size(path, cfg, param, model)

@@ -4,7 +4,7 @@ vLLM has no counterpart (its statuses are `RequestStatus` in `vllm/v1/request.py
 `vllm/v1/core/sched/scheduler.py`). `record_lifecycle` does what `LLM.generate` does (add the requests, call
 `llm_engine.step()` until nothing is left) and, after every step, reads each request's status and progress
 from the public engine objects (`llm.llm_engine.scheduler`); it changes nothing in the engine. With a small
-KV cache (`LLM(..., num_kv_blocks=...)`) some requests get preempted: their blocks are freed, they go back to
+KV cache (`LLM(..., num_kv_blocks=..., dtype="float32")`) some requests get preempted: their blocks are freed, they go back to
 the waiting queue and are recomputed from scratch when there is room again.
 """
 

@@ -80,10 +80,10 @@ def test_engine_drafts_k_past_max_tokens_and_counts_what_the_sampler_accepted(tm
     target = str(make_model_dir(tmp_path / "t", "llama", seed=3, std=0.1))
     prompt = {"prompt_token_ids": [1, 5, 6, 7, 5, 6]}
     params = SamplingParams(temperature=0, max_tokens=3, ignore_eos=True)
-    plain = LLM(model=target, device="cpu").generate(prompt, params, use_tqdm=False)[0].outputs[0].token_ids
+    plain = LLM(model=target, device="cpu", dtype="float32").generate(prompt, params, use_tqdm=False)[0].outputs[0].token_ids
     # the target as its own draft accepts every draft
     spec = {"method": "draft_model", "model": target, "num_speculative_tokens": 4}
-    llm = LLM(model=target, device="cpu", speculative_config=spec)
+    llm = LLM(model=target, device="cpu", speculative_config=spec, dtype="float32")
     assert llm.generate(prompt, params, use_tqdm=False)[0].outputs[0].token_ids == plain
     stats = llm.get_spec_decoding_stats()
     assert (stats.num_drafts, stats.num_draft_tokens, stats.num_accepted_tokens) == (1, 4, 4)

@@ -24,7 +24,7 @@ def hf_greedy(hf, prompt: list[int], max_new_tokens: int) -> list[int]:
 def test_greedy_equals_transformers_batched_and_one_by_one(model_dir):
     hf = load_hf(model_dir)
     expected = [hf_greedy(hf, p, n) for p, n in zip(PROMPTS, MAX_TOKENS)]
-    llm = LLM(model=str(model_dir), device="cpu", num_kv_blocks=64, block_size=4)
+    llm = LLM(model=str(model_dir), device="cpu", num_kv_blocks=64, block_size=4, dtype="float32")
     params = [SamplingParams(temperature=0, max_tokens=n) for n in MAX_TOKENS]
     batched = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], params, use_tqdm=False)
     single = [llm.generate({"prompt_token_ids": p}, sp, use_tqdm=False)[0] for p, sp in zip(PROMPTS, params)]
@@ -35,7 +35,7 @@ def test_greedy_equals_transformers_batched_and_one_by_one(model_dir):
 
 
 def test_output_order_text_and_finish_reason(model_dir):
-    llm = LLM(model=str(model_dir), device="cpu")
+    llm = LLM(model=str(model_dir), device="cpu", dtype="float32")
     outs = llm.generate(["abc", "hello there"], SamplingParams(temperature=0, max_tokens=5, ignore_eos=True))
     assert [o.prompt for o in outs] == ["abc", "hello there"]
     for o in outs:
@@ -46,7 +46,7 @@ def test_output_order_text_and_finish_reason(model_dir):
 
 
 def test_stop_token_ids_and_eos(model_dir):
-    llm = LLM(model=str(model_dir), device="cpu")
+    llm = LLM(model=str(model_dir), device="cpu", dtype="float32")
     free = llm.generate(
         {"prompt_token_ids": [1, 5, 6]}, SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     )
@@ -63,8 +63,8 @@ def test_stop_token_ids_and_eos(model_dir):
 
 def test_preemption_when_blocks_run_out(model_dir):
     # 6 blocks of 4 tokens cannot hold four requests of up to 24 tokens at once: the scheduler preempts
-    hf_llm = LLM(model=str(model_dir), device="cpu", num_kv_blocks=64, block_size=4)
-    small = LLM(model=str(model_dir), device="cpu", num_kv_blocks=8, block_size=4)
+    hf_llm = LLM(model=str(model_dir), device="cpu", num_kv_blocks=64, block_size=4, dtype="float32")
+    small = LLM(model=str(model_dir), device="cpu", num_kv_blocks=8, block_size=4, dtype="float32")
     params = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
     prompts = [{"prompt_token_ids": p[:6]} for p in PROMPTS]
     a = hf_llm.generate(prompts, params, use_tqdm=False)
@@ -74,8 +74,8 @@ def test_preemption_when_blocks_run_out(model_dir):
 
 
 def test_chunked_prefill_matches(model_dir):
-    whole = LLM(model=str(model_dir), device="cpu")
-    chunked = LLM(model=str(model_dir), device="cpu", max_num_batched_tokens=3)
+    whole = LLM(model=str(model_dir), device="cpu", dtype="float32")
+    chunked = LLM(model=str(model_dir), device="cpu", max_num_batched_tokens=3, dtype="float32")
     params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
     prompts = [{"prompt_token_ids": p} for p in PROMPTS]
     a = whole.generate(prompts, params, use_tqdm=False)
@@ -84,7 +84,7 @@ def test_chunked_prefill_matches(model_dir):
 
 
 def test_logprobs_returned(model_dir):
-    llm = LLM(model=str(model_dir), device="cpu")
+    llm = LLM(model=str(model_dir), device="cpu", dtype="float32")
     out = llm.generate({"prompt_token_ids": [1, 5]}, SamplingParams(temperature=0, max_tokens=3, logprobs=2))
     lps = out[0].outputs[0].logprobs
     assert len(lps) == 3
@@ -93,7 +93,7 @@ def test_logprobs_returned(model_dir):
 
 
 def test_bad_input_raises_clear_errors(model_dir, tmp_path):
-    llm = LLM(model=str(model_dir), device="cpu", max_model_len=32)
+    llm = LLM(model=str(model_dir), device="cpu", max_model_len=32, dtype="float32")
     with pytest.raises(ValueError, match="max_model_len"):
         llm.generate({"prompt_token_ids": list(range(3, 40))})
     with pytest.raises(ValueError, match="empty"):
@@ -103,6 +103,6 @@ def test_bad_input_raises_clear_errors(model_dir, tmp_path):
     with pytest.raises(ValueError, match="dtype"):
         LLM(model=str(model_dir), dtype="float8")
     with pytest.raises(ValueError, match="config.json"):
-        LLM(model=str(tmp_path))
+        LLM(model=str(tmp_path), dtype="float32")
     with pytest.raises(ValueError, match="max_model_len"):
-        LLM(model=str(model_dir), max_model_len=10_000)
+        LLM(model=str(model_dir), max_model_len=10_000, dtype="float32")

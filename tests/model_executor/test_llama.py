@@ -15,7 +15,7 @@ def model_dir(request, tmp_path_factory):
 
 
 def test_logits_match_transformers_over_prefill_and_decode(model_dir):
-    llm = LLM(model=str(model_dir), device="cpu")
+    llm = LLM(model=str(model_dir), device="cpu", dtype="float32")
     runner = llm.llm_engine.model_runner
     captured = []
     compute_logits = runner.model.compute_logits
@@ -47,8 +47,8 @@ def test_sharded_checkpoint_loads(tmp_path):
     assert (sharded / "model.safetensors.index.json").is_file()
     whole = make_model_dir(tmp_path / "whole", "llama")
     params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
-    a = LLM(model=str(sharded), device="cpu").generate(
+    a = LLM(model=str(sharded), device="cpu", dtype="float32").generate(
         {"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False
     )
-    b = LLM(model=str(whole), device="cpu").generate({"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False)
+    b = LLM(model=str(whole), device="cpu", dtype="float32").generate({"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False)
     assert a[0].outputs[0].token_ids == b[0].outputs[0].token_ids

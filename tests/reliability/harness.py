@@ -51,7 +51,7 @@ class Engines:
         self._built: dict[str, tuple[LLM, list[list[int]]]] = {}
 
     def build(self, name: str) -> LLM:
-        return LLM(model=self.models["target"], speculative_config=self.configs[name], **ENGINE_KWARGS)
+        return LLM(model=self.models["target"], speculative_config=self.configs[name], **ENGINE_KWARGS, dtype="float32")
 
     def __getitem__(self, name: str) -> tuple[LLM, list[list[int]]]:
         if name not in self._built:

@@ -61,7 +61,7 @@ def compared(p: SamplingParams) -> bool:
 @pytest.fixture(scope="module")
 def plain(models):
     prompts, params = load_requests()
-    return token_ids(LLM(model=models["target"], **LOAD_KWARGS).generate(prompts, params, use_tqdm=False))
+    return token_ids(LLM(model=models["target"], **LOAD_KWARGS, dtype="float32").generate(prompts, params, use_tqdm=False))
 
 
 def load_config(name: str, models) -> dict:
@@ -74,7 +74,7 @@ def load_config(name: str, models) -> dict:
 @pytest.mark.parametrize("config", [c for c in CONFIGS if c != "plain"] + ["draft_model_probabilistic"])
 def test_64_mixed_requests(config, models, plain):
     prompts, params = load_requests()
-    llm = LLM(model=models["target"], speculative_config=load_config(config, models), **LOAD_KWARGS)
+    llm = LLM(model=models["target"], speculative_config=load_config(config, models), **LOAD_KWARGS, dtype="float32")
     scheduler, preemptions = llm.llm_engine.scheduler, []
     preempt = scheduler._preempt
     scheduler._preempt = lambda request: (preemptions.append(request.request_id), preempt(request))
@@ -102,7 +102,7 @@ def test_short_token_budget(config, budget, models):
     prompts = [{"prompt_token_ids": [1, 5, 6, 7, 5, 6, 7]}, {"prompt_token_ids": [1, 9, 10, 11]}]
     params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
     kwargs = {**LOAD_KWARGS, "max_num_batched_tokens": budget}
-    expected = token_ids(LLM(model=models["target"], **LOAD_KWARGS).generate(prompts, params, use_tqdm=False))
-    llm = LLM(model=models["target"], speculative_config=spec_configs(models)[config], **kwargs)
+    expected = token_ids(LLM(model=models["target"], **LOAD_KWARGS, dtype="float32").generate(prompts, params, use_tqdm=False))
+    llm = LLM(model=models["target"], speculative_config=spec_configs(models)[config], **kwargs, dtype="float32")
     assert token_ids(llm.generate(prompts, params, use_tqdm=False)) == expected
     assert_clean(llm)

@@ -160,7 +160,7 @@ ENGINE_VALUES = {
 @given(st.fixed_dictionaries({}, optional=ENGINE_VALUES))
 def test_engine_arguments_build_or_a_clear_error(models, kwargs):
     try:
-        llm = LLM(model=models["target"], **kwargs)
+        llm = LLM(model=models["target"], **kwargs, dtype="float32")
     except Exception as e:  # noqa: BLE001
         check_error(e, list(kwargs) + ["num_kv_blocks", "request"])
         return

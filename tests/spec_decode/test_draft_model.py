@@ -24,7 +24,7 @@ def drafts_after_two_steps(models, method: str | None):
     target, draft = models
     spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": 3}
     spec |= {"draft_sample_method": method} if method else {}
-    engine = LLM(model=target, device="cpu", seed=1, speculative_config=spec).llm_engine
+    engine = LLM(model=target, device="cpu", seed=1, speculative_config=spec, dtype="float32").llm_engine
     params = SamplingParams(temperature=1.0, max_tokens=20, ignore_eos=True)
     ids = [engine.add_request(None, p, params) for p in PROMPTS]
     engine.step()
@@ -60,5 +60,5 @@ def test_unknown_draft_sample_method_is_refused(models):
     target, draft = models
     with pytest.raises(ValueError, match="draft_sample_method='sampled'"):
         LLM(model=target, device="cpu", speculative_config={
-            "method": "draft_model", "model": draft, "num_speculative_tokens": 2, "draft_sample_method": "sampled"})
+            "method": "draft_model", "model": draft, "num_speculative_tokens": 2, "draft_sample_method": "sampled"}, dtype="float32")
 

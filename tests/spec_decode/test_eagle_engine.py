@@ -43,9 +43,9 @@ def random_heads(tmp_path_factory):
 def test_greedy_equals_plain_decoding(random_heads):
     target, eagle, eagle3 = random_heads
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in MAX_TOKENS]
-    plain = generate(LLM(model=target, device="cpu"), PROMPTS, params)
+    plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, params)
     for spec in configs(eagle, eagle3):
-        llm = LLM(model=target, device="cpu", speculative_config=spec)
+        llm = LLM(model=target, device="cpu", speculative_config=spec, dtype="float32")
         assert generate(llm, PROMPTS, params) == plain, spec  # batch 4
         if "speculative_token_tree" not in spec:
             assert generate(llm, PROMPTS[:1], params[:1]) == plain[:1], spec  # batch 1
@@ -61,13 +61,13 @@ def test_a_head_that_is_right_gets_accepted(tmp_path):
     exact = shortcut_eagle(target, tmp_path / "exact", noise=0.0)
     noisy = shortcut_eagle(target, tmp_path / "noisy", noise=0.15)
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in MAX_TOKENS]
-    plain = generate(LLM(model=target, device="cpu"), PROMPTS, params)
+    plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, params)
     llm = LLM(model=target, device="cpu", speculative_config={"method": "eagle", "model": exact,
-                                                              "num_speculative_tokens": 3})
+                                                              "num_speculative_tokens": 3}, dtype="float32")
     assert generate(llm, PROMPTS, params) == plain
     assert llm.get_spec_decoding_stats().acceptance_rate == 1.0
     for spec in list(configs(noisy, None))[::2][:2]:  # EAGLE-1 chain and dynamic tree
-        llm = LLM(model=target, device="cpu", speculative_config=spec)
+        llm = LLM(model=target, device="cpu", speculative_config=spec, dtype="float32")
         assert generate(llm, PROMPTS, params) == plain, spec
         stats = llm.get_spec_decoding_stats()
         assert 0 < stats.num_accepted_tokens < stats.num_draft_tokens, spec
@@ -95,7 +95,7 @@ def test_sampled_first_two_tokens_follow_the_target(tmp_path, mode):
     spec = {"method": "eagle", "model": head, "num_speculative_tokens": 2, "draft_sample_method": "probabilistic"}
     if mode == "dynamic":
         spec = {"method": "eagle", "model": head, "total_tokens": 5, "depth": 1, "top_k": 2}
-    llm = LLM(model=target, device="cpu", seed=7, max_num_seqs=256, speculative_config=spec)
+    llm = LLM(model=target, device="cpu", seed=7, max_num_seqs=256, speculative_config=spec, dtype="float32")
     n = 1000 if mode == "chain" else 600
     outs = generate(llm, [prompt] * n, SamplingParams(temperature=1.0, max_tokens=4, ignore_eos=True))
     counts = [0] * (vocab * vocab)
@@ -119,7 +119,7 @@ def test_eagle_config_validation(random_heads):
     ]
     for spec, word in bad:
         with pytest.raises(ValueError, match=word):
-            LLM(model=target, device="cpu", speculative_config=spec)
+            LLM(model=target, device="cpu", speculative_config=spec, dtype="float32")
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def zoo_workload():
 
     prompts = heldout_prompt_ids(4, 32, seed=3)
     params = [SamplingParams(temperature=0, max_tokens=n) for n in (20, 9, 16, 12)]
-    return prompts, params, generate(LLM(model="zoo:target", device="cpu"), prompts, params)
+    return prompts, params, generate(LLM(model="zoo:target", device="cpu", dtype="float32"), prompts, params)
 
 
 @pytest.mark.parametrize("spec", [
@@ -138,6 +138,6 @@ def zoo_workload():
 def test_zoo_heads_greedy_equality(zoo_workload, spec):
     """The shipped heads on the zoo target: exact greedy output at batch 4 and real acceptance."""
     prompts, params, plain = zoo_workload
-    llm = LLM(model="zoo:target", device="cpu", speculative_config=spec)
+    llm = LLM(model="zoo:target", device="cpu", speculative_config=spec, dtype="float32")
     assert generate(llm, prompts, params) == plain
     assert llm.get_spec_decoding_stats().mean_acceptance_length > 1.5

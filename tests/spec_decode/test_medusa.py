@@ -39,7 +39,7 @@ def one_thread():
 
 def _fit_heads(target, heads: Medusa, steps: int = 60) -> None:
     """A few Adam steps on the target's own greedy continuations, so that drafts get accepted."""
-    plain = generate(LLM(model=str(target), device="cpu"), PROMPTS, SamplingParams(temperature=0, max_tokens=40))
+    plain = generate(LLM(model=str(target), device="cpu", dtype="float32"), PROMPTS, SamplingParams(temperature=0, max_tokens=40))
     hf = load_hf(target)
     seqs = [torch.tensor(p + o) for p, o in zip(PROMPTS, plain)]
     with torch.no_grad():
@@ -88,9 +88,9 @@ def test_greedy_equals_plain_decoding(models, which):
     target, random_heads, fitted_heads = models
     heads = random_heads if which == "random" else fitted_heads
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in MAX_TOKENS]
-    plain = generate(LLM(model=str(target), device="cpu"), PROMPTS, params)
+    plain = generate(LLM(model=str(target), device="cpu", dtype="float32"), PROMPTS, params)
     for spec in spec_configs(heads):
-        llm = LLM(model=str(target), device="cpu", speculative_config=spec)
+        llm = LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
         assert generate(llm, PROMPTS, params) == plain, spec
         assert [generate(llm, [p], [sp])[0] for p, sp in zip(PROMPTS, params)] == plain, spec
         stats = llm.get_spec_decoding_stats()
@@ -123,11 +123,11 @@ def test_tree_compaction_leaves_plain_decoding_cache(models):
     target, random_heads, _ = models
     prompt, n = PROMPTS[0], 30
     params = SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
-    plain_llm = LLM(model=str(target), device="cpu")
+    plain_llm = LLM(model=str(target), device="cpu", dtype="float32")
     plain = generate(plain_llm, [prompt], params)[0]
     tree_str = "[(0,), (1,), (1, 0), (1, 1), (1, 1, 0), (1, 1, 1)]"
     spec = {"method": "medusa", "model": str(random_heads), "speculative_token_tree": tree_str}
-    llm = LLM(model=str(target), device="cpu", speculative_config=spec)
+    llm = LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
     runner = llm.llm_engine.model_runner
     runner.drafter = _OracleTreeDrafter(runner.spec_tree, prompt, plain)
     assert generate(llm, [prompt], params)[0] == plain
@@ -151,7 +151,7 @@ def test_sampling_runs_and_seeded_is_reproducible(models):
         {"num_speculative_tokens": 3, **typical},
     ):
         spec = {"method": "medusa", "model": str(fitted_heads), **extra}
-        llm = LLM(model=str(target), device="cpu", speculative_config=spec)
+        llm = LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
         first = generate(llm, PROMPTS, params)
         assert generate(llm, PROMPTS, params) == first
         assert all(len(t) == 20 for t in first)
@@ -176,7 +176,7 @@ def test_bad_configs_raise(models, tmp_path):
     ]
     for spec, word in bad:
         with pytest.raises(ValueError, match=word):
-            LLM(model=str(target), device="cpu", speculative_config=spec)
+            LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
 
 
 def test_tree_sampling_follows_the_target(tmp_path):
@@ -202,7 +202,7 @@ def test_tree_sampling_follows_the_target(tmp_path):
 
     tree = "[(0,), (1,), (2,), (0, 0), (1, 0), (0, 1), (0, 0, 0)]"
     spec = {"method": "medusa", "model": str(tmp_path / "heads"), "speculative_token_tree": tree}
-    llm = LLM(model=str(target), device="cpu", seed=11, max_num_seqs=256, speculative_config=spec)
+    llm = LLM(model=str(target), device="cpu", seed=11, max_num_seqs=256, speculative_config=spec, dtype="float32")
     n = 2000
     # max_tokens=9 leaves room for the whole 7-node tree right after the prefill's token
     outs = generate(llm, [prompt] * n, SamplingParams(temperature=1.0, max_tokens=9, ignore_eos=True))
@@ -224,9 +224,9 @@ def test_zoo_target_with_trained_heads():
         pytest.skip("zoo:medusa is not trained yet (python -m minispec.zoo.train_medusa)")
     prompts = corpus.heldout_prompt_ids(4, 32, seed=3)
     params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
-    plain = generate(LLM(model="zoo:target", device="cpu"), prompts, params)
+    plain = generate(LLM(model="zoo:target", device="cpu", dtype="float32"), prompts, params)
     for extra in ({"num_speculative_tokens": 4}, {"speculative_token_tree": TREE}):
-        llm = LLM(model="zoo:target", device="cpu", speculative_config={"method": "medusa", "model": "zoo:medusa", **extra})
+        llm = LLM(model="zoo:target", device="cpu", speculative_config={"method": "medusa", "model": "zoo:medusa", **extra}, dtype="float32")
         assert generate(llm, prompts, params) == plain, extra
         assert generate(llm, prompts[:1], params) == plain[:1], extra
         assert llm.get_spec_decoding_stats().mean_acceptance_length > 1.0

@@ -44,9 +44,9 @@ def generate(llm, prompts, params):
 def test_greedy_equals_plain_decoding(models):
     target, draft = models
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in MAX_TOKENS]
-    plain = generate(LLM(model=str(target), device="cpu"), PROMPTS, params)
+    plain = generate(LLM(model=str(target), device="cpu", dtype="float32"), PROMPTS, params)
     for spec in spec_configs(draft):
-        llm = LLM(model=str(target), device="cpu", speculative_config=spec)
+        llm = LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
         assert generate(llm, PROMPTS, params) == plain, spec
         assert [generate(llm, [p], [sp])[0] for p, sp in zip(PROMPTS, params)] == plain, spec
         stats = llm.get_spec_decoding_stats()
@@ -65,6 +65,7 @@ def test_draft_equal_to_target_accepts_everything(models):
         model=str(target),
         device="cpu",
         speculative_config={"method": "draft_model", "model": str(target), "num_speculative_tokens": 4},
+        dtype="float32",
     )
     generate(llm, PROMPTS[:1], SamplingParams(temperature=0, max_tokens=26, ignore_eos=True))
     stats = llm.get_spec_decoding_stats()
@@ -74,12 +75,12 @@ def test_draft_equal_to_target_accepts_everything(models):
 
 def test_stop_token_inside_drafts_and_max_model_len(models):
     target, draft = models
-    plain_llm = LLM(model=str(target), device="cpu", max_model_len=40)
+    plain_llm = LLM(model=str(target), device="cpu", max_model_len=40, dtype="float32")
     free = generate(plain_llm, [PROMPTS[0]], SamplingParams(temperature=0, max_tokens=25, ignore_eos=True))[0]
     stop = free[12]
     cut = free[: free.index(stop) + 1]
     spec = {"method": "draft_model", "model": str(target), "num_speculative_tokens": 5}  # accepts everything
-    llm = LLM(model=str(target), device="cpu", max_model_len=40, speculative_config=spec)
+    llm = LLM(model=str(target), device="cpu", max_model_len=40, speculative_config=spec, dtype="float32")
     out = llm.generate(
         {"prompt_token_ids": PROMPTS[0]}, SamplingParams(temperature=0, max_tokens=25, stop_token_ids=[stop])
     )
@@ -99,7 +100,7 @@ def test_disable_by_batch_size(models):
     target, draft = models
     spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 4,
             "disable_by_batch_size": 3}
-    llm = LLM(model=str(target), device="cpu", speculative_config=spec)
+    llm = LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
     generate(llm, PROMPTS[:3], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True))
     assert llm.get_spec_decoding_stats().num_drafts == 0
     generate(llm, PROMPTS[:1], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True))
@@ -109,7 +110,7 @@ def test_disable_by_batch_size(models):
 def test_seeded_request_independent_of_batch(models):
     target, draft = models
     spec = {"method": "draft_model", "model": str(draft), "num_speculative_tokens": 3}
-    llm = LLM(model=str(target), device="cpu", speculative_config=spec)
+    llm = LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
     seeded = SamplingParams(temperature=0.9, top_p=0.95, seed=1234, max_tokens=20, ignore_eos=True)
     alone = generate(llm, [PROMPTS[1]], seeded)[0]
     others = [SamplingParams(temperature=1.0, max_tokens=n, ignore_eos=True) for n in (7, 20, 13)]
@@ -142,7 +143,7 @@ def test_sampled_first_two_tokens_follow_the_target(tmp_path, method):
     spec = {"method": method.removesuffix("_greedy"), "num_speculative_tokens": 2}
     spec |= {"model": str(draft)} if method.startswith("draft_model") else {"prompt_lookup_max": 2}
     spec |= {"draft_sample_method": "probabilistic"} if method == "draft_model" else {}
-    llm = LLM(model=str(target), device="cpu", seed=7, max_num_seqs=256, speculative_config=spec)
+    llm = LLM(model=str(target), device="cpu", seed=7, max_num_seqs=256, speculative_config=spec, dtype="float32")
     n = 4000
     # max_tokens=4: after the prefill's token, 2 drafts are verified, so the second token passes the sampler
     outs = generate(llm, [prompt] * n, SamplingParams(temperature=1.0, max_tokens=4, ignore_eos=True))
@@ -167,7 +168,7 @@ def test_speculative_config_validation(models):
     ]
     for spec, word in bad:
         with pytest.raises(ValueError, match=word):
-            LLM(model=str(target), device="cpu", speculative_config=spec)
+            LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
 
 
 def test_vocab_mismatch_names_both_sizes(models, tmp_path):
@@ -175,7 +176,7 @@ def test_vocab_mismatch_names_both_sizes(models, tmp_path):
     other = make_model_dir(tmp_path / "other", "llama", vocab_size=64)
     with pytest.raises(ValueError, match=r"vocab_size=64.*vocab_size=96"):
         LLM(
-            model=str(target), device="cpu", speculative_config={"method": "draft_model", "model": str(other), "num_speculative_tokens": 2}
+            model=str(target), device="cpu", speculative_config={"method": "draft_model", "model": str(other), "num_speculative_tokens": 2}, dtype="float32"
         )
 
 
@@ -186,8 +187,9 @@ def test_mixed_draft_counts_in_one_batch(models):
         model=str(target), device="cpu",
         speculative_config={"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1,
                             "prompt_lookup_max": 4},
+                            dtype="float32",
     )
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     prompts = [p for p, _ in itertools.product(PROMPTS, range(2))]
-    plain = generate(LLM(model=str(target), device="cpu"), prompts, params)
+    plain = generate(LLM(model=str(target), device="cpu", dtype="float32"), prompts, params)
     assert generate(llm, prompts, params) == plain

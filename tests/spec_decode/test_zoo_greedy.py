@@ -17,7 +17,7 @@ def workload():
     lengths = [8, 24, 40, 64]
     prompts = [ids for n in lengths for ids in heldout_prompt_ids(NUM_PROMPTS // len(lengths), n, seed=n)]
     params = [SamplingParams(temperature=0, max_tokens=8 + (i * 7) % 25) for i in range(len(prompts))]
-    plain = LLM(model="zoo:target", device="cpu")
+    plain = LLM(model="zoo:target", device="cpu", dtype="float32")
     expected = run(plain, prompts, params)
     return prompts, params, expected
 
@@ -34,7 +34,7 @@ def test_zoo_greedy_equality(workload, method, k):
     assert len(prompts) >= NUM_PROMPTS
     spec = {"method": method, "num_speculative_tokens": k}
     spec |= {"model": "zoo:draft"} if method == "draft_model" else {"prompt_lookup_max": 3}
-    batched = LLM(model="zoo:target", device="cpu", max_num_seqs=8, speculative_config=spec)
+    batched = LLM(model="zoo:target", device="cpu", max_num_seqs=8, speculative_config=spec, dtype="float32")
     assert run(batched, prompts, params) == expected
     one_by_one = [run(batched, [p], [sp])[0] for p, sp in zip(prompts, params)]
     assert one_by_one == expected

@@ -50,6 +50,7 @@ def test_one_engine_step_from_generate(tmp_path) -> None:
         model=str(target),
         device="cpu",
         speculative_config={"method": "draft_model", "model": str(draft), "num_speculative_tokens": 2},
+        dtype="float32",
     )
     params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
     plain = llm.generate(["abcabc"], params, use_tqdm=False)

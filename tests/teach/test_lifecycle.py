@@ -17,7 +17,7 @@ def target(tmp_path_factory):
 
 def test_statuses_with_preemption(target) -> None:
     params = SamplingParams(temperature=0, max_tokens=20, ignore_eos=True)
-    llm = LLM(model=target, device="cpu", block_size=4, num_kv_blocks=12)
+    llm = LLM(model=target, device="cpu", block_size=4, num_kv_blocks=12, dtype="float32")
     record = record_lifecycle(llm, PROMPTS, params)
     assert record.steps[0].status == {r: "WAITING" for r in record.request_ids}
     for rid in record.request_ids:
@@ -28,12 +28,12 @@ def test_statuses_with_preemption(target) -> None:
     victim = record.preempted()[0]
     assert "PREEMPTED" in [new for _, _, new in record.transitions(victim)]
     assert record.steps[-1].free_blocks == 12
-    fresh = LLM(model=target, device="cpu", block_size=4, num_kv_blocks=12)
+    fresh = LLM(model=target, device="cpu", block_size=4, num_kv_blocks=12, dtype="float32")
     outs = fresh.generate(PROMPTS, params, use_tqdm=False)
     assert [o.outputs[0].token_ids for o in outs] == [record.outputs[r] for r in record.request_ids]
 
 
 def test_bad_inputs(target) -> None:
-    llm = LLM(model=target, device="cpu")
+    llm = LLM(model=target, device="cpu", dtype="float32")
     with pytest.raises(ValueError, match="prompts is empty"):
         record_lifecycle(llm, [], SamplingParams())

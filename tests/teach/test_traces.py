@@ -15,7 +15,7 @@ MAX_TOKENS = 20
 @pytest.fixture(scope="module")
 def plain_tokens():
     torch.set_num_threads(1)
-    llm = LLM(model="zoo:target", device="cpu", num_kv_blocks=64)
+    llm = LLM(model="zoo:target", device="cpu", num_kv_blocks=64, dtype="float32")
     out = llm.generate({"prompt_token_ids": PROMPT}, SamplingParams(temperature=0, max_tokens=MAX_TOKENS,
                                                                     ignore_eos=True), use_tqdm=False)
     return list(out[0].outputs[0].token_ids)
@@ -99,7 +99,7 @@ def test_pickers_and_bad_input() -> None:
     with pytest.raises(ValueError, match="temperature"):
         a.target_probs(0.0)
     with pytest.raises(ValueError, match="method"):
-        tr.record_steps(LLM(model="zoo:target", device="cpu", num_kv_blocks=64), PROMPT)
+        tr.record_steps(LLM(model="zoo:target", device="cpu", num_kv_blocks=64, dtype="float32"), PROMPT)
     with pytest.raises(ValueError, match="config"):
         tr.make_llm("medusa forest")
 

@@ -68,7 +68,7 @@ def test_scoring_times_figure() -> None:
 
 
 def test_call_tree_and_lifecycle_figures(target) -> None:
-    llm = LLM(model=target, device="cpu", block_size=4, num_kv_blocks=12)
+    llm = LLM(model=target, device="cpu", block_size=4, num_kv_blocks=12, dtype="float32")
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     trace = trace_calls(llm.generate, ["abcd"], params, use_tqdm=False, focus="LLMEngine.step", focus_call=2)
     fig = vc.plot_call_tree(trace, max_depth=3, hide=("Request.",), highlight=("LLMEngine.step",))

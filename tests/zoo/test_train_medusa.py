@@ -33,9 +33,9 @@ def test_train_medusa_tiny(tmp_path, monkeypatch):
 
     prompts = [{"prompt_token_ids": [5, 60, 700, 8, 9]}, {"prompt_token_ids": [100, 200]}]
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
-    plain = LLM(model=str(tmp_path / "base"), device="cpu").generate(prompts, params, use_tqdm=False)
+    plain = LLM(model=str(tmp_path / "base"), device="cpu", dtype="float32").generate(prompts, params, use_tqdm=False)
     spec = {"method": "medusa", "model": str(out), "medusa_choices": [[0], [1], [0, 0], [0, 0, 0]]}
-    medusa = LLM(model=str(tmp_path / "base"), device="cpu", speculative_config=spec)
+    medusa = LLM(model=str(tmp_path / "base"), device="cpu", speculative_config=spec, dtype="float32")
     ours = medusa.generate(prompts, params, use_tqdm=False)
     assert [o.outputs[0].token_ids for o in ours] == [o.outputs[0].token_ids for o in plain]
 

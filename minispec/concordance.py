@@ -166,10 +166,12 @@ ROWS: list[Row] = [
     R("minispec/teach/exercises/ch04.py", NONE, "Chapter 4's exercises: EAGLE-2's frontier and kept set from a score table; draft ids mapped through `d2t`"),
     R("minispec/teach/exercises/ch06.py", NONE, "Chapter 6's exercises: top-k then top-p survivors, min-p's cut-off, the recovered-token kernel's grid, the greedy rejection rule checked against `rejection_greedy_sample_ref`"),
     R("minispec/teach/exercises/ch07.py", NONE, "Chapter 7's exercises: which minispec file and which vLLM file to edit for a change; batch expansion's sequence count"),
+    R("minispec/teach/exercises/ch08.py", NONE, "Chapter 8's exercises: num_scheduled_tokens under a budget, num_computed_tokens after a rollback, slot_mapping, logits_indices, each computed by the engine's own code"),
     # ---- figures (no counterpart) -------------------------------------------------------------------------------
     R("minispec/viz/notebook.py", NONE, "The fast-mode switch (`MINISPEC_FAST=1`) and numeric answer checks every chapter uses"),
     R("minispec/viz/course_map.py", NONE, "Chapter 0's course map: chapters, the vLLM v0.32.0 files each walks through, one engine step drawn as boxes"),
     R("minispec/viz/widgets.py", NONE, "interactive_or_static: ipywidgets with a front-end, one static figure otherwise; MINISPEC_STATIC=1 forces static, MINISPEC_WIDGETS=1 forces widgets (also under MINISPEC_FAST), FAST alone or no kernel is static"),
+    R("minispec/viz/engine_flow.py", NONE, "Chapter 8's figures from the step records: one step as a Gantt chart by phase, token-budget bars, the flattened batch as a strip (positions, slot_mapping, logits rows), the block table over steps, num_computed_tokens through rollback and preemption; `run_engine_flow` steps the demo by hand"),
     R("minispec/viz/env.py", NONE, "Chapter 0's report of versions, cores, accelerator and zoo models; a short cousin of `vllm/collect_env.py`"),
     R("minispec/viz/tokens.py", NONE, "Coloured tokens of one speculative step as HTML (accepted, rejected, recovered, bonus): what `vllm/v1/spec_decode/metrics.py` counts, drawn"),
     R("minispec/viz/roofline.py", NONE, "Chapter 1's figures (matmul scaling per dtype, roofline, forward time with memory floor, decode prediction with KV and capacity) and the sentences computed from the reader's measurements"),

@@ -50,6 +50,7 @@ class InputProcessor:
     max_model_len: int
     block_size: int
     num_blocks: int
+    num_spec_tokens: int = 0  # drafts (tree nodes) verified per step: their KV is written past max_tokens too
 
     def process_inputs(self, prompt_token_ids, params: SamplingParams) -> list[int]:
         """The prompt's token ids as Python ints; TypeError / ValueError naming what is wrong otherwise."""
@@ -59,9 +60,11 @@ class InputProcessor:
         token_ids = as_token_ids(prompt_token_ids)
         self._validate_prompt(token_ids)
         max_tokens = self.max_model_len if params.max_tokens is None else params.max_tokens
-        longest = min(len(token_ids) + max_tokens, self.max_model_len)
+        # drafts run past max_tokens as in vLLM: the last verification writes up to num_spec_tokens more slots
+        longest = min(len(token_ids) + max_tokens + self.num_spec_tokens, self.max_model_len)
         if cdiv(longest, self.block_size) > self.num_blocks:
-            raise ValueError(f"a request of up to {longest} tokens needs more KV blocks than num_kv_blocks="
+            drafts = f" (with {self.num_spec_tokens} drafts verified per step)" if self.num_spec_tokens else ""
+            raise ValueError(f"a request of up to {longest} tokens{drafts} needs more KV blocks than num_kv_blocks="
                              f"{self.num_blocks}; raise num_kv_blocks or lower max_tokens")
         return token_ids
 

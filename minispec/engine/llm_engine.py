@@ -114,7 +114,10 @@ class LLMEngine:
                                        f"num_kv_blocks={num_blocks}")  # checks the memory first
         self.kv_cache_manager = KVCacheManager(num_blocks, self.cache_config.block_size)
         self.scheduler = Scheduler(self.scheduler_config, self.kv_cache_manager)
-        self.input_processor = InputProcessor(arch.vocab_size, max_model_len, self.cache_config.block_size, num_blocks)
+        self.input_processor = InputProcessor(
+            arch.vocab_size, max_model_len, self.cache_config.block_size, num_blocks,
+            speculative_config.num_speculative_tokens if speculative_config is not None else 0,
+        )
         # as in vLLM, the runner builds its drafter (and loads the draft's weights) from the speculative config
         self.model_runner = ModelRunner(self.model, kv_caches, self.cache_config.block_size, self.device,
                                         speculative_config, max_model_len)

@@ -44,3 +44,21 @@ def test_params_are_verified_against_the_model_and_the_kv_pool():
 def test_as_token_ids_names_the_parameter():
     with pytest.raises(TypeError, match=r"stop\[0\]"):
         as_token_ids([0.5], name="stop")
+
+
+def test_kv_check_counts_the_drafts_past_max_tokens():
+    """Drafts are verified past max_tokens (as in vLLM), so admission counts their slots: a request that fits
+    only without drafts is refused at once instead of failing mid-run."""
+    import pytest
+    import torch
+
+    from minispec import LLM, SamplingParams
+
+    torch.set_num_threads(1)
+    spec = {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 3}
+    llm = LLM(model="zoo:target", dtype="float32", device="cpu", num_kv_blocks=4, block_size=4, speculative_config=spec)
+    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    with pytest.raises(ValueError, match="with 3 drafts verified per step"):
+        llm.generate({"prompt_token_ids": [5, 6, 7, 8]}, params, use_tqdm=False)
+    ok = LLM(model="zoo:target", dtype="float32", device="cpu", num_kv_blocks=5, block_size=4, speculative_config=spec)
+    assert len(ok.generate({"prompt_token_ids": [5, 6, 7, 8]}, params, use_tqdm=False)[0].outputs[0].token_ids) == 12

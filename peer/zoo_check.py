@@ -37,7 +37,7 @@ def minispec_side(target: Path, specs: dict[str, dict | None], prompts: list[lis
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     out = {}
     for name, spec in specs.items():
-        llm = LLM(model=str(target), device="cpu", speculative_config=spec)
+        llm = LLM(model=str(target), device="cpu", dtype="float32", speculative_config=spec)  # as vLLM's side
         tokens = [list(llm.generate({"prompt_token_ids": p}, params, use_tqdm=False)[0].outputs[0].token_ids)
                   for p in prompts]
         stats = llm.get_spec_decoding_stats()

@@ -17,7 +17,13 @@ Each step takes random windows of the training stream, runs the frozen target on
   attention pattern of drafting). Loss: cross-entropy against the target's distribution over the draft
   vocabulary (the `draft_vocab` most frequent training tokens), step j weighted 0.8^j.
 
-The draft runs through the same PagedAttention code as at inference, over a scratch cache.
+The draft runs through the same PagedAttention code as at inference, over a scratch cache. EAGLE-1's fc has
+no bias (vLLM v0.32.0's `EagleLlamaForCausalLM` builds it without one; `--fc-bias` gives the original EAGLE-1
+layout, which minispec still loads). EAGLE-3's unroll grows from 1 to --ttt-steps over the first --ttt-ramp of
+the budget. Training runs in float32 unless --bf16: on a CPU without native bfloat16 (AVX2 only), autocast made
+a step about 15x slower. Each step is dominated by matmuls (two thirds of its time): the target's forward and
+the draft's forward and backward; caching target features would not shorten them, as a budget sees each
+training token about once.
 """
 
 from __future__ import annotations
@@ -77,12 +83,14 @@ def dense_metadata(batch: int, seq_len: int, step: int, num_steps: int, device) 
     )
 
 
-def build_draft(version: int, hf_target, draft_vocab_ids: torch.Tensor | None):
+def build_draft(version: int, hf_target, draft_vocab_ids: torch.Tensor | None, fc_bias: bool = False):
+    """A fresh draft whose layer starts as a copy of the target's last layer (EAGLE-1's fc has a bias only
+    with fc_bias, which vLLM's EagleLlamaForCausalLM does not load)."""
     cfg = LlamaArchConfig.from_hf(hf_target.config.to_dict())
     lent = _Lent(hf_target)
     target_layer = hf_target.model.layers[-1]
     if version == 1:
-        draft = EagleLlamaForCausalLM(cfg, lent)
+        draft = EagleLlamaForCausalLM(cfg, lent, fc_bias=fc_bias)
         layer = draft.layers[0]
     else:
         draft = Eagle3LlamaForCausalLM(cfg, len(draft_vocab_ids), spread_aux_layers(cfg.num_hidden_layers), lent)
@@ -122,15 +130,16 @@ def target_features(hf_target, inputs: torch.Tensor, version: int, aux_layers=()
     return feats, last, out.logits.float()
 
 
-def losses(draft, version, batch, hf_target, args, device):
-    """Loss and per-step top-1 agreement with the target's argmax on one batch [B, T + 2]."""
+def losses(draft, version, batch, hf_target, args, device, ttt_steps: int | None = None):
+    """Loss and per-step top-1 agreement with the target's argmax on one batch [B, T + 2]; EAGLE-3 unrolls
+    `ttt_steps` steps (args.ttt_steps by default)."""
     inputs = batch[:, :-1]
     feats, last, logits = target_features(hf_target, inputs, version, draft.aux_hidden_layers)
     t = inputs.shape[1] - 1  # train positions 0..t-1: each needs position p + 1's target outputs
     tokens = inputs[:, 1:]  # x_{p+1}
     next_probs = logits[:, 1:].softmax(dim=-1)  # [B, t, V] target distribution for x_{p+2}
     kv = draft.config.num_key_value_heads, draft.config.head_dim
-    steps = 1 if version == 1 else args.ttt_steps
+    steps = 1 if version == 1 else ttt_steps or args.ttt_steps
     dtype = torch.bfloat16 if torch.is_autocast_enabled("cpu") else torch.float32
     cache = tuple(torch.zeros(inputs.shape[0] * steps * t, *kv, device=device, dtype=dtype) for _ in range(2))
     total, accs = 0.0, []
@@ -204,6 +213,61 @@ def frequent_tokens(stream: np.ndarray, vocab_size: int, n: int) -> torch.Tensor
     return torch.from_numpy(np.argsort(-counts, kind="stable")[:n].copy())
 
 
+def ttt_at(progress: float, ttt_steps: int, ramp: float) -> int:
+    """EAGLE-3's unroll at this point of the budget: 1 step at the start, growing evenly to ttt_steps by
+    `ramp` (a fraction of the budget). A k-step unroll costs about k one-step ones, so the cheap early steps
+    learn the first draft position (the one every accepted chain needs) on more tokens."""
+    if ramp <= 0:
+        return ttt_steps
+    return min(ttt_steps, 1 + int(progress / ramp * (ttt_steps - 1)))
+
+
+def resume_from(draft, folder: Path) -> None:
+    """Load the head saved in `folder` into a freshly built draft of the same shape (and draft vocabulary)."""
+    if not (folder / "model.safetensors").is_file():
+        raise ValueError(f"--resume: {folder} holds no model.safetensors to continue from")
+    cls = Eagle3LlamaForCausalLM if isinstance(draft, Eagle3LlamaForCausalLM) else EagleLlamaForCausalLM
+    saved = cls.from_pretrained(folder)
+    missing, unexpected = draft.load_state_dict(saved.state_dict(), strict=False)
+    if missing or unexpected:
+        raise ValueError(f"--resume: {folder} does not fit this draft (missing {missing[:3]}, "
+                         f"unexpected {unexpected[:3]}); pass the options it was trained with")
+
+
+def previous_sessions(folder: Path) -> list[dict]:
+    """What earlier sessions of a resumed head did, from its train_log.json."""
+    log_file = folder / "train_log.json"
+    if not log_file.is_file():
+        return []
+    log = json.loads(log_file.read_text())
+    keys = ("steps", "train_seconds", "lr", "budget_minutes", "ttt_ramp", "heldout_top1_per_step",
+            "heldout_acceptance")
+    return [*log.get("previous_sessions", []), {k: log[k] for k in keys if k in log}]
+
+
+CHECKPOINT = "trainer_state.pt"
+
+
+def save_checkpoint(folder: Path, draft, optimizer, step: int, seconds: float, rng, log: dict) -> None:
+    """Everything a stopped run needs to go on where it stopped (float32 weights, AdamW moments, step, time
+    spent, the batch sampler's state, the log so far), written atomically to folder/trainer_state.pt."""
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {"draft": draft.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "seconds": seconds,
+             "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "log": log}
+    torch.save(state, folder / (CHECKPOINT + ".tmp"))
+    (folder / (CHECKPOINT + ".tmp")).replace(folder / CHECKPOINT)
+
+
+def load_checkpoint(folder: Path, draft, optimizer, rng) -> tuple[int, float, dict]:
+    """Restore what save_checkpoint wrote into a freshly built draft and optimizer; (step, seconds, log)."""
+    state = torch.load(folder / CHECKPOINT, weights_only=False)
+    draft.load_state_dict(state["draft"])
+    optimizer.load_state_dict(state["optimizer"])
+    rng.bit_generator.state = state["rng"]
+    torch.set_rng_state(state["torch_rng"])
+    return state["step"], state["seconds"], state["log"]
+
+
 def train(args: argparse.Namespace) -> dict:
     torch.manual_seed(args.seed)
     device = torch.device("cpu")
@@ -215,22 +279,37 @@ def train(args: argparse.Namespace) -> dict:
     windows = eval_windows(heldout_ids, args.eval_windows, args.seq_len + 1)
     vocab = hf_target.config.vocab_size
     draft_ids = frequent_tokens(train_ids, vocab, args.draft_vocab or vocab) if args.version == 3 else None
-    draft = build_draft(args.version, hf_target, draft_ids).train()
-    params = [p for p in draft.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
-    rng = np.random.default_rng(args.seed)
     name = "eagle" if args.version == 1 else "eagle3"
     out_dir = Path(args.out) / name
+    checkpointed = args.resume and (out_dir / CHECKPOINT).is_file()
+    sessions = previous_sessions(out_dir) if args.resume and not checkpointed else []
+    draft = build_draft(args.version, hf_target, draft_ids, args.fc_bias)
+    if args.resume and not checkpointed:  # continue from saved weights; optimizer and lr schedule start afresh
+        resume_from(draft, out_dir)
+    draft.train()
+    params = [p for p in draft.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    rng = np.random.default_rng(args.seed + len(sessions))
     shown = "zoo:target" if target_dir.resolve() == (MODELS_DIR / "target").resolve() else str(target_dir)
     log = {"name": name, "version": args.version, "target": shown, "batch_size": args.batch_size,
            "seq_len": args.seq_len, "lr": args.lr, "budget_minutes": args.minutes, "budget_steps": args.steps,
            "params": sum(p.numel() for p in params), "history": []}
+    if sessions:
+        log["previous_sessions"] = sessions
+    if args.version == 1:
+        log["fc_bias"] = args.fc_bias
     if draft_ids is not None:
         coverage = float(np.isin(train_ids, draft_ids.numpy()).mean())
         log.update(draft_vocab_size=len(draft_ids), draft_vocab_coverage=coverage,
-                   aux_hidden_layers=list(draft.aux_hidden_layers), ttt_steps=args.ttt_steps)
+                   aux_hidden_layers=list(draft.aux_hidden_layers), ttt_steps=args.ttt_steps,
+                   ttt_ramp=args.ttt_ramp)
+    step, spent = 0, 0.0
+    if checkpointed:  # a stopped run: the same schedule goes on from its last checkpoint
+        step, spent, log = load_checkpoint(out_dir, draft, optimizer, rng)
+        print(f"[{name}] continuing from {out_dir / CHECKPOINT} at step {step} ({spent:.0f} s)", flush=True)
     print(f"[{name}] {log['params'] / 1e6:.2f}M trainable parameters", flush=True)
-    start, step = time.time(), 0
+    start = time.time() - spent
+    saved_at = time.time()
     while True:
         elapsed = time.time() - start
         progress = step / args.steps if args.steps else elapsed / (args.minutes * 60)
@@ -239,18 +318,23 @@ def train(args: argparse.Namespace) -> dict:
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, progress, args.lr, args.warmup_steps)
         batch = sample_batch(train_ids, args.batch_size, args.seq_len + 1, rng)  # [B, T + 2]
+        unroll = ttt_at(progress, args.ttt_steps, args.ttt_ramp)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
-            loss, accs = losses(draft, args.version, batch, hf_target, args, device)
+            loss, accs = losses(draft, args.version, batch, hf_target, args, device, unroll)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimizer.step()
         step += 1
         if step % args.log_every == 0 or step == 1:
-            row = {"step": step, "seconds": round(time.time() - start, 1), "loss": loss.item(),
+            row = {"step": step, "seconds": round(time.time() - start, 1), "loss": loss.item(), "lr": group["lr"],
+                   **({"unroll": unroll} if args.version == 3 else {}),
                    "top1_per_step": [round(a, 4) for a in accs]}
             log["history"].append(row)
             print(json.dumps(row), flush=True)
+        if args.save_every and time.time() - saved_at >= args.save_every * 60:
+            save_checkpoint(out_dir, draft, optimizer, step, time.time() - start, rng, log)
+            saved_at = time.time()
     draft.eval()
     with torch.no_grad():
         accs = [losses(draft, args.version, w, hf_target, args, device)[1] for w in windows.split(8)]
@@ -260,6 +344,8 @@ def train(args: argparse.Namespace) -> dict:
     for name_ in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         if (target_dir / name_).is_file():
             (out_dir / name_).write_bytes((target_dir / name_).read_bytes())
+    (out_dir / "train_log.json").write_text(json.dumps(log, indent=1) + "\n")  # kept if what follows fails
+    (out_dir / CHECKPOINT).unlink(missing_ok=True)  # the head is saved: nothing left to continue
     log["heldout_acceptance"] = heldout_acceptance(out_dir, target_dir, args.acceptance_prompts)
     (out_dir / "train_log.json").write_text(json.dumps(log, indent=1) + "\n")
     print(f"[{name}] {step} steps; held-out top-1 per step {log['heldout_top1_per_step']}; acceptance "
@@ -279,20 +365,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--warmup-steps", type=int, default=20)
     parser.add_argument("--noise", type=float, default=0.1, help="EAGLE-1 feature noise U(-noise, noise)")
+    parser.add_argument("--fc-bias", action="store_true",
+                        help="EAGLE-1: give fc a bias (the original EAGLE-1 checkpoints have one; vLLM's fc has none)")
     parser.add_argument("--ttt-steps", type=int, default=3, help="EAGLE-3 unrolled steps")
+    parser.add_argument("--ttt-ramp", type=float, default=0.3,
+                        help="EAGLE-3: the unroll grows from 1 to --ttt-steps over this fraction of the budget")
     parser.add_argument("--draft-vocab", type=int, default=3072, help="EAGLE-3 draft vocabulary size")
     parser.add_argument("--max-files", type=int, default=None)
     parser.add_argument("--eval-windows", type=int, default=32)
     parser.add_argument("--acceptance-prompts", type=int, default=200)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resume", action="store_true",
+                        help=f"go on from the {CHECKPOINT} of a stopped run in --out, else start from the head "
+                             "saved there (a fresh optimizer and lr schedule)")
+    parser.add_argument("--save-every", type=float, default=5.0,
+                        help=f"minutes between checkpoints ({CHECKPOINT} in the head's folder, removed when the "
+                             "run ends; --resume goes on from it); 0: none")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
+    parser.add_argument("--bf16", dest="bf16", action="store_true",
+                        help="bfloat16 autocast (off by default: on a CPU without native bfloat16 it made a step "
+                             "15x slower than float32)")
+    parser.add_argument("--no-bf16", dest="bf16", action="store_false", help="float32 (the default)")
     args = parser.parse_args(argv)
     for name in ("minutes", "steps", "batch_size", "seq_len", "ttt_steps", "draft_vocab"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ValueError(f"--{name.replace('_', '-')}={value} must be positive")
+    if args.save_every < 0:
+        raise ValueError(f"--save-every={args.save_every} must be >= 0 (minutes; 0 saves no checkpoint)")
     return args
 
 

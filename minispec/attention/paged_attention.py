@@ -16,7 +16,7 @@ The runner builds `AttentionMetadata` once per step; every layer reuses it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +32,16 @@ class AttentionMetadata:
     attn_mask: torch.Tensor  # [B, 1, Q, S] bool: True where a query may attend to a key
     is_uniform_decode: bool = False  # every request has exactly one new token: no gathers needed
     slot_positions: torch.Tensor | None = None  # [T] each new token's position in its request (causal batches)
+    _bias: tuple | None = field(default=None, init=False, repr=False, compare=False)  # (mask, bias) cache
+
+    def attn_bias(self, dtype: torch.dtype) -> torch.Tensor:
+        """attn_mask as the additive bias SDPA would turn it into (0 where visible, -inf elsewhere), in the
+        queries' dtype: built once per batch for every layer, where a boolean mask is converted per call."""
+        mask = self.attn_mask
+        if self._bias is None or self._bias[0] is not mask or self._bias[1].dtype != dtype:
+            bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+            self._bias = (mask, bias)
+        return self._bias[1]
 
 
 def build_attention_mask(
@@ -123,21 +133,21 @@ class PagedAttention(torch.nn.Module):
         k_cache[meta.slot_mapping] = k
         v_cache[meta.slot_mapping] = v
 
-        if meta.is_uniform_decode:
-            q_batch = q[:, None]  # [B, 1, H, D]
+        if meta.is_uniform_decode:  # one query per request: no gathers, request b is token b
+            q_batch = q[:, :, None]  # [B, H, 1, D]
         else:
             q_pad = torch.cat([q, q.new_zeros(1, *q.shape[1:])])  # row T is the padding row
-            q_batch = q_pad[meta.query_index]  # [B, Q, H, D]
+            q_batch = q_pad[meta.query_index].transpose(1, 2)  # [B, H, Q, D]
         keys = k_cache[meta.key_slots].transpose(1, 2)  # [B, Hkv, S, D]
         values = v_cache[meta.key_slots].transpose(1, 2)  # [B, Hkv, S, D]
         out = F.scaled_dot_product_attention(
-            q_batch.transpose(1, 2),  # [B, H, Q, D]
+            q_batch,
             keys,
             values,
-            attn_mask=meta.attn_mask,
+            attn_mask=meta.attn_bias(q_batch.dtype),  # [B, 1, Q, S]
             scale=self.scale,
             enable_gqa=self.num_heads != self.num_kv_heads,
-        ).transpose(1, 2)  # [B, Q, H, D]
+        )  # [B, H, Q, D]
         if meta.is_uniform_decode:
-            return out[:, 0]
-        return out.reshape(-1, self.num_heads, self.head_dim)[meta.output_index]
+            return out[:, :, 0]
+        return out.transpose(1, 2).reshape(-1, self.num_heads, self.head_dim)[meta.output_index]

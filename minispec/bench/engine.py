@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args(argv)
 
-    llm = LLM(model=args.model, device="cpu")
+    llm = LLM(model=args.model, device="cpu", dtype="float32")
     hf = AutoModelForCausalLM.from_pretrained(resolve_model_path(args.model), dtype=torch.float32).eval()
     tokenizer = llm.get_tokenizer()
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0

@@ -49,13 +49,13 @@ def check_spec_decode_on_cuda(rows: list[dict]) -> bool:
 
     prompts = [{"prompt_token_ids": p} for p in heldout_prompt_ids(8, 64)]
     params = SamplingParams(temperature=0, max_tokens=64, ignore_eos=True)
-    plain = LLM(model="zoo:target", device="cuda")
+    plain = LLM(model="zoo:target", device="cuda", dtype="float32")
     start = time.perf_counter()
     expected = [o.outputs[0].token_ids for o in plain.generate(prompts, params, use_tqdm=False)]
     rows.append({"config": "plain", "equal": True, "seconds": time.perf_counter() - start, "mean_len": 1.0})
     ok = True
     for spec in SPEC_CONFIGS:
-        llm = LLM(model="zoo:target", device="cuda", speculative_config=spec)
+        llm = LLM(model="zoo:target", device="cuda", speculative_config=spec, dtype="float32")
         start = time.perf_counter()
         got = [o.outputs[0].token_ids for o in llm.generate(prompts, params, use_tqdm=False)]
         seconds = time.perf_counter() - start

@@ -7,7 +7,8 @@ Greedy decoding, so every configuration emits the same tokens; only the number o
     python -m minispec.bench.medusa [--prompts 24] [--prompt-tokens 64] [--max-tokens 64]
 
 The tree (DEFAULT_TREE, 16 nodes over 4 heads) spends most nodes on the likelier ranks of the early heads,
-as Medusa's published trees do.
+as Medusa's published trees do. MEASURED_TREE is the best 16-node tree under the zoo heads' measured per-rank
+accuracies (`minispec.teach.medusa_accuracy.head_accuracy`, then `minispec.teach.tree_theory.best_tree`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,33 @@ DEFAULT_TREE = (
 )
 
 
+# head_accuracy(heads, target, heldout_windows(48, 96), max_rank=4) in float32, against the target:
+# per-rank accuracy [[.396 .127 .073 .062] [.299 .108 .071 .043] [.237 .101 .074 .050] [.215 .100 .059 .056]];
+# best_tree(per_rank, 16) predicts 2.015 tokens per forward, DEFAULT_TREE 1.989 (docs/benchmarks.md).
+MEASURED_TREE = (
+    "[(0,), (1,), (0, 0), (2,), (3,), (0, 1), (1, 0), (0, 0, 0), (0, 2), (2, 0), (3, 0), (0, 3), (1, 1), "
+    "(0, 0, 1), (0, 1, 0), (1, 0, 0)]"
+)
+
+
+def measured_tree(num_nodes: int = 16, num_windows: int = 48, seq_len: int = 96, heads: str = "zoo:medusa"):
+    """The best tree of `num_nodes` under the heads' per-rank accuracies measured now (how MEASURED_TREE was
+    made), with the accuracy table: (list of rank paths, HeadAccuracy)."""
+    from minispec.teach.medusa_accuracy import head_accuracy, heldout_windows, load_target_and_heads
+    from minispec.teach.tree_theory import greedy_paths
+
+    target, medusa_heads = load_target_and_heads(heads=heads)
+    acc = head_accuracy(medusa_heads, target, heldout_windows(num_windows, seq_len), max_rank=4)
+    return [path for path, _ in greedy_paths(acc.per_rank, num_nodes)], acc
+
+
 def configs(heads: str, k: int, tree: str) -> dict[str, dict | None]:
     base = {"method": "medusa", "model": heads}
     return {
         "plain": None,
         f"chain k={k}": {**base, "num_speculative_tokens": k},
         "tree": {**base, "speculative_token_tree": tree},
+        "tree (measured)": {**base, "speculative_token_tree": MEASURED_TREE},
         "tree, typical acceptance": {
             **base, "speculative_token_tree": tree, "acceptance_method": "typical_acceptance_sampler"
         },
@@ -45,7 +67,7 @@ def run(target: str, heads: str, num_prompts: int, prompt_tokens: int, max_token
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     rows, reference = [], None
     for name, spec in configs(heads, k, tree).items():
-        llm = LLM(model=target, device="cpu", speculative_config=spec)
+        llm = LLM(model=target, device="cpu", speculative_config=spec, dtype="float32")
         start = time.perf_counter()
         outputs = [o.outputs[0].token_ids for o in llm.generate(prompts, params, use_tqdm=False)]
         seconds = time.perf_counter() - start

@@ -37,7 +37,7 @@ def measure_forward_time(
     num_new_tokens. Rounds are interleaved (each round times every M once), so a burst of load from other
     jobs hits one round of every M, and the fastest round per M is kept: noise only ever adds time."""
     num_new_tokens = num_new_tokens or [1, 2, 4, 8, 16, 32]
-    engine = engine or LLMEngine(model, device=device, max_num_seqs=1)
+    engine = engine or LLMEngine(model, device=device, max_num_seqs=1, dtype="float32")
     runner, kv = engine.model_runner, engine.kv_cache_manager
     vocab = engine.model.config.vocab_size
     generator = torch.Generator().manual_seed(0)
@@ -96,7 +96,7 @@ def profile_forward(
     """measure_forward_time, plus the model's parameter count, weight bytes and KV bytes per token."""
     from minispec.engine.llm_engine import LLMEngine
 
-    engine = LLMEngine(model, device=device, max_num_seqs=1)
+    engine = LLMEngine(model, device=device, max_num_seqs=1, dtype="float32")
     times = measure_forward_time(model, num_new_tokens, context_len, repeats, device, engine=engine)
     torch_calls = count_torch_calls(engine, context_len)
     params = {id(p): p for p in engine.model.parameters()}.values()  # tied weights once

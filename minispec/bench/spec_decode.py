@@ -1,28 +1,57 @@
-"""Speculative decoding on the zoo pair: acceptance, speed against plain decoding, and what theory predicts.
+"""Every speculative method on the zoo pair: acceptance, measured costs, prediction and speedup (chapters 2-5).
 
-Run: `python -m minispec.bench.spec_decode [--k 4] [--num-prompts 8] [--max-tokens 64] [--threads 1]`.
-For each method it prints the acceptance rate, the mean acceptance length, the per-position acceptance,
-tokens/s against plain decoding measured in the same process, the measured cost ratio c (one draft step over
-one target step) and v (verifying k + 1 tokens over decoding one), and Leviathan et al.'s predicted speedup
-E / (k c + 1), plus the prediction that counts the measured verification cost, E / (k c + v). alpha is the
-per-token acceptance that reproduces the measured mean acceptance length. Batch 1, greedy, as Spec-Bench.
-vLLM counterpart: `benchmarks/benchmark_throughput.py` with a speculative config, and the SpecDecoding log line.
+Run: `python -m minispec.bench.spec_decode [--quick] [--dtypes float32 auto] [--batch-sizes 1 16]
+[--num-prompts 8] [--max-tokens 64] [--repeats 2] [--threads 1] [--methods NAME ...]`.
+
+For each dtype and batch size, plain greedy decoding and every method of METHODS decode the same held-out
+prompts in the same process (batch 1: one request at a time; batch B: B requests in one `generate`). Per
+method it prints
+
+- E, the mean acceptance length (tokens per target forward, `SpecDecodingStats`);
+- t(1), the target's work in a plain decode step at the same batch size: its forward, the logits and the
+  sampler (the "forward" and "sample" phases of the engine's step recorder, mean over decode steps);
+- sum c, the drafter's whole call per engine step (the "propose" phase) over t(1), and c = sum c over the
+  draft forwards it runs (k for a chain, the depth for a tree, 1 for Medusa's heads);
+- v = t(n) / t(1), the target's work in a speculative step over n = drafts + 1 tokens per request: the
+  forward, the logits at every verified row and the rejection sampler ("forward" + "verify");
+- the prediction E_all / (sum c + v), E_all the tokens emitted per request and decode step (E counts only the
+  steps that verified drafts; an n-gram step without a match emits one token), the measured speedup (plain
+  seconds over speculative seconds, best of `repeats`, plain and speculative runs alternating) and their ratio, the implementation's efficiency: what
+  scheduling, input preparation and output processing (and the machine's noise) leave of the prediction;
+- at a dtype other than float32, the greedy agreement with plain decoding at that dtype (vLLM documents
+  exactness "up to hardware numerics"): matching tokens before each request's first difference, over all
+  tokens. In float32 the outputs must be equal token for token (an AssertionError otherwise).
+
+vLLM counterpart: `vllm/benchmarks/throughput.py` with a speculative config, and the SpecDecoding log line.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Sequence
 
-from minispec import LLM
-from minispec.bench.model_forward import measure_forward_time
+from minispec import LLM, SamplingParams
+from minispec.bench.medusa import MEASURED_TREE
 from minispec.bench.roofline import torch_threads
-from minispec.bench.spec_sweep import timed_decode
 from minispec.spec_decode.metrics import SpecDecodingStats
-from minispec.teach.theory import (
-    expected_speedup,
-    expected_speedup_with_verify_cost,
-    expected_tokens_per_step,
-)
+from minispec.teach.theory import expected_tokens_per_step
+
+# Medusa's tree: the best 16-node tree under the zoo heads' measured per-rank accuracies (see bench.medusa)
+MEDUSA_TREE = MEASURED_TREE
+EAGLE2 = {"total_tokens": 16, "depth": 6, "top_k": 2}  # EAGLE-2 dynamic tree: 15 drafts verified per step
+METHODS: dict[str, dict] = {
+    "draft_model k=5": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 5},
+    "ngram k=4": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
+    "medusa chain k=4": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 4},
+    "medusa tree (16)": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE},
+    "eagle chain k=4": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
+    "EAGLE-2 tree (16)": {"method": "eagle", "model": "zoo:eagle", **EAGLE2},
+    "eagle3 chain k=4": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 4},
+    "eagle3 tree (16)": {"method": "eagle3", "model": "zoo:eagle3", **EAGLE2},
+}
+INFO = ("steps", "tokens")  # decode_step_phases' entries that are not seconds
+QUICK = {"num_prompts": 2, "prompt_len": 32, "max_tokens": 16, "batch_sizes": [1, 2], "repeats": 1}
 
 
 def alpha_from_acceptance_length(mean_length: float, k: int) -> float:
@@ -37,91 +66,166 @@ def alpha_from_acceptance_length(mean_length: float, k: int) -> float:
     return (lo + hi) / 2
 
 
+def decode(llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_size: int):
+    """Seconds to decode every prompt greedily, `batch_size` requests at a time, and the token ids."""
+    params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
+    outputs, start = [], time.perf_counter()
+    for i in range(0, len(prompts), batch_size):
+        batch = [{"prompt_token_ids": list(p)} for p in prompts[i : i + batch_size]]
+        outputs += [list(o.outputs[0].token_ids) for o in llm.generate(batch, params, use_tqdm=False)]
+    return time.perf_counter() - start, outputs
+
+
+def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int) -> dict[str, float]:
+    """Mean seconds per phase over the decode steps (every request feeds its last token and its drafts; no
+    prefill) of one recorded run, plus "steps" and "tokens" (tokens emitted per request and decode step: E
+    counted over every step, those without drafts too)."""
+    engine = llm.llm_engine
+    engine.step_records = []
+    try:
+        decode(llm, prompts, max_tokens, batch_size)
+        records = engine.step_records
+    finally:
+        engine.step_records = None
+    steps = [
+        r for r in records
+        if r.num_scheduled_tokens and all(
+            n == 1 + len(r.scheduled_spec_decode_tokens.get(q, [])) for q, n in r.num_scheduled_tokens.items())
+    ]
+    phases: dict[str, float] = {}
+    for r in steps:
+        for phase, seconds in r.timings.items():
+            phases[phase] = phases.get(phase, 0.0) + seconds / len(steps)
+    request_steps = sum(len(r.num_scheduled_tokens) for r in steps)
+    emitted = sum(len(t) for r in steps for t in r.sampled_token_ids.values())
+    return phases | {"steps": float(len(steps)), "tokens": emitted / max(1, request_steps)}
+
+
+def agreement(got: list[list[int]], expected: list[list[int]]) -> float:
+    """Tokens before each request's first difference from `expected`, over all expected tokens."""
+    same = 0
+    for g, e in zip(got, expected):
+        n = 0
+        while n < min(len(g), len(e)) and g[n] == e[n]:
+            n += 1
+        same += n
+    return same / max(1, sum(len(e) for e in expected))
+
+
+def drafting_forwards(llm: LLM) -> int:
+    """Draft forwards per engine step: k for a chain drafter, the depth for a tree, one call for Medusa,
+    none for n-gram lookup."""
+    runner = llm.llm_engine.model_runner
+    spec = runner.speculative_config
+    if spec.method == "ngram":
+        return 0
+    if spec.method == "medusa":
+        return 1
+    if spec.dynamic_tree is not None:
+        return spec.dynamic_tree.depth
+    if runner.spec_tree is not None:
+        return max(len(p) for p in runner.spec_tree.paths)
+    return spec.num_speculative_tokens
+
+
 def run(
-    target: str = "zoo:target",
-    draft: str = "zoo:draft",
-    k: int = 4,
+    dtype: str = "float32",
+    batch_size: int = 1,
     num_prompts: int = 8,
     prompt_len: int = 64,
     max_tokens: int = 64,
-    methods: tuple[str, ...] = ("draft_model", "ngram"),
+    repeats: int = 2,
+    methods: Sequence[str] | None = None,
+    target: str = "zoo:target",
 ) -> list[dict]:
+    """One row per method at one dtype and batch size (`num_prompts` is raised to batch_size if smaller)."""
     from minispec.zoo.corpus import heldout_prompt_ids
 
-    prompts = heldout_prompt_ids(num_prompts, prompt_len)
-    plain = LLM(model=target, device="cpu")
-    plain_s, plain_tokens = timed_decode(plain, prompts, max_tokens, repeats=1)
-    t_target = measure_forward_time(
-        engine=plain.llm_engine, num_new_tokens=[1, k + 1], context_len=prompt_len
-    )
-    v = t_target[k + 1] / t_target[1]
-    c_draft = measure_forward_time(draft, [1], context_len=prompt_len)[1] / t_target[1]
-
+    prompts = heldout_prompt_ids(max(num_prompts, batch_size), prompt_len)
+    plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size)
+    decode(plain, prompts[:batch_size], 4, batch_size)  # warm-up
+    plain_tokens = decode(plain, prompts, max_tokens, batch_size)[1]
     rows = []
-    for method in methods:
-        spec = {"method": method, "num_speculative_tokens": k}
-        spec |= (
-            {"model": draft} if method == "draft_model" else {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
-        )
-        llm = LLM(model=target, device="cpu", speculative_config=spec)
-        timed_decode(llm, prompts[:1], 8, repeats=1)  # warm-up, then forget its counters
-        llm.llm_engine.model_runner.spec_decoding_stats = SpecDecodingStats.new(k)
-        spec_s, spec_tokens = timed_decode(llm, prompts, max_tokens, repeats=1)
-        if spec_tokens != plain_tokens:
-            raise AssertionError(f"{method}: speculative greedy output differs from plain decoding")
+    for name in methods or list(METHODS):
+        try:
+            llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size,
+                      speculative_config=dict(METHODS[name]))
+        except FileNotFoundError as e:  # a zoo model that has not been trained here
+            print(f"skipping {name}: {e}")
+            continue
+        runner = llm.llm_engine.model_runner
+        k = runner.speculative_config.num_speculative_tokens
+        decode(llm, prompts[:batch_size], 4, batch_size)  # warm-up
+        plain_s = spec_s = float("inf")
+        for _ in range(repeats):  # plain and speculative alternate, so a burst of load hits both
+            plain_s = min(plain_s, decode(plain, prompts, max_tokens, batch_size)[0])
+            runner.spec_decoding_stats = SpecDecodingStats.new(k)  # counters of exactly one run
+            seconds, spec_tokens = decode(llm, prompts, max_tokens, batch_size)
+            spec_s = min(spec_s, seconds)
         stats = llm.get_spec_decoding_stats()
-        c = c_draft if method == "draft_model" else 0.0
-        alpha = alpha_from_acceptance_length(stats.mean_acceptance_length, k)
-        rows.append(
-            {
-                "method": method,
-                "k": k,
-                "acceptance_rate": stats.acceptance_rate,
-                "mean_acceptance_length": stats.mean_acceptance_length,
-                "per_position": stats.per_position_acceptance_rates,
-                "speedup": plain_s / spec_s,
-                "tok_s": num_prompts * max_tokens / spec_s,
-                "plain_tok_s": num_prompts * max_tokens / plain_s,
-                "c": c,
-                "v": v,
-                "alpha": alpha,
-                "predicted": float(expected_speedup(alpha, k, c)),
-                "predicted_with_v": float(expected_speedup_with_verify_cost(alpha, k, c, v)),
-            }
-        )
+        if dtype == "float32" and spec_tokens != plain_tokens:
+            raise AssertionError(f"{name}: speculative greedy output differs from plain decoding in float32")
+        base = decode_step_phases(plain, prompts, max_tokens, batch_size)
+        phases = decode_step_phases(llm, prompts, max_tokens, batch_size)
+        # t(1): a plain step's target work (forward, logits, sampling); t(n): the same with n tokens per
+        # request, verification included (logits at every verified row, the rejection sampler)
+        t1 = base["forward"] + base["sample"]
+        mean_len = stats.mean_acceptance_length  # over the steps that verified drafts
+        sum_c, v = phases.get("propose", 0.0) / t1, (phases["forward"] + phases.get("verify", 0.0)) / t1
+        predicted = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
+        rows.append({
+            "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1,
+            "mean_acceptance_length": mean_len, "acceptance_rate": stats.acceptance_rate,
+            "tokens_per_step": phases["tokens"],
+            "c": sum_c / max(1, drafting_forwards(llm)), "sum_c": sum_c, "v": v,
+            "predicted": predicted, "speedup": plain_s / spec_s, "efficiency": plain_s / spec_s / predicted,
+            "agreement": agreement(spec_tokens, plain_tokens),
+            "tok_s": sum(map(len, spec_tokens)) / spec_s, "plain_tok_s": sum(map(len, plain_tokens)) / plain_s,
+            "t1_ms": 1e3 * t1, "plain_step_ms": 1e3 * sum(x for p, x in base.items() if p not in INFO),
+            "step_ms": 1e3 * sum(x for p, x in phases.items() if p not in INFO),
+            "phases_ms": {p: 1e3 * x for p, x in phases.items() if p not in INFO},
+            "plain_phases_ms": {p: 1e3 * x for p, x in base.items() if p not in INFO},
+        })
     return rows
 
 
 def print_table(rows: list[dict]) -> None:
-    print(
-        f"plain decoding: {rows[0]['plain_tok_s']:.1f} tok/s; verifying k+1 costs v = {rows[0]['v']:.2f} target steps"
-    )
-    head = "method        k  accept  mean len  per-position             tok/s  speedup    c   alpha  pred E/(kc+1)  pred E/(kc+v)"
-    print(head)
+    if not rows:
+        return
+    r0 = rows[0]
+    print(f"\n{r0['dtype']}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
+          f"{r0['t1_ms']:.2f} ms (a plain step's forward, logits and sampling), plain step {r0['plain_step_ms']:.2f} ms")
+    print("method                n      E  E_all      c  sum c      v  pred E_all/(sum c+v)  speedup  efficiency"
+          "  agree")
     for r in rows:
-        pos = ", ".join(f"{x:.2f}" for x in r["per_position"])
-        print(
-            f"{r['method']:<12} {r['k']:>2}  {r['acceptance_rate']:>6.2f}  {r['mean_acceptance_length']:>8.2f}  "
-            f"{pos:<22} {r['tok_s']:>7.1f}  {r['speedup']:>6.2f}x {r['c']:>5.3f} {r['alpha']:>6.2f}  "
-            f"{r['predicted']:>12.2f}x  {r['predicted_with_v']:>12.2f}x"
-        )
+        print(f"{r['method']:<20} {r['n']:>2}  {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  "
+              f"{r['c']:5.3f}  "
+              f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {r['predicted']:19.2f}x  {r['speedup']:6.2f}x  "
+              f"{r['efficiency']:10.2f}  {r['agreement']:5.3f}")
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="zoo:target")
-    ap.add_argument("--draft", default="zoo:draft")
-    ap.add_argument("--k", type=int, nargs="+", default=[4])
+    ap.add_argument("--quick", action="store_true", help=f"a small run (the defaults become {QUICK})")
+    ap.add_argument("--dtypes", nargs="+", default=["float32", "auto"])
+    ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16])
     ap.add_argument("--num-prompts", type=int, default=8)
     ap.add_argument("--prompt-len", type=int, default=64)
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=2, help="timed runs per configuration (the best is kept)")
+    ap.add_argument("--methods", nargs="+", default=None, choices=list(METHODS))
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
+    if ap.parse_known_args(argv)[0].quick:  # --quick changes the defaults; options given still win
+        ap.set_defaults(**QUICK)
     args = ap.parse_args(argv)
     rows = []
     with torch_threads(args.threads):
-        for k in args.k:
-            rows += run(args.target, args.draft, k, args.num_prompts, args.prompt_len, args.max_tokens)
-    print_table(rows)
+        for dtype in args.dtypes:
+            for batch_size in args.batch_sizes:
+                group = run(dtype, batch_size, args.num_prompts, args.prompt_len, args.max_tokens, args.repeats,
+                            args.methods)
+                print_table(group)
+                rows += group
     return rows
 
 

@@ -89,12 +89,13 @@ def measure_k_sweep(
     _check(ks, prompts, max_tokens, repeats)
     rows = []
     with torch_threads(num_threads):
-        plain_llm = LLM(model=target, device=device)
+        plain_llm = LLM(model=target, device=device, dtype="float32")
         for k in ks:
             spec_llm = LLM(
                 model=target,
                 device=device,
                 speculative_config={"method": "draft_model", "model": draft, "num_speculative_tokens": k},
+                dtype="float32",
             )
             decode_one_at_a_time(
                 spec_llm, prompts[:1], min(4, max_tokens)
@@ -135,7 +136,7 @@ def measure_decode_time_per_token(
     """
     _check([1], prompts, max_tokens, repeats)
     with torch_threads(num_threads):
-        seconds, tokens = timed_decode(LLM(model=model, device=device), prompts, max_tokens, repeats)
+        seconds, tokens = timed_decode(LLM(model=model, device=device, dtype="float32"), prompts, max_tokens, repeats)
     return seconds / sum(len(t) for t in tokens)
 
 

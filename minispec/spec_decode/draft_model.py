@@ -12,6 +12,12 @@ scheduler caps what it verifies by max_model_len, and tokens past max_tokens are
 KV rollback on the draft side: each request's `DraftState` remembers which tokens its cache holds. When the
 target rejects a draft, the next proposal finds the first cached token that differs from the accepted
 sequence and lowers `num_computed_tokens` to it; the stale slots are simply overwritten, as on the target.
+
+The drafting loop is lean, as vLLM's (`SpecDecodeBaseProposer.propose` in
+`vllm/v1/spec_decode/llm_base_proposer.py`): a step of a small draft is mostly per-call overhead, so after the
+first forward (every request's uncached tokens, causally: `causal_metadata`) the k - 1 one-token steps reuse
+positions, cache slots and attention masks built once per call (`DecodeSteps`), feed the previous step's
+argmax without leaving the device, and bring the drafts to the host once at the end.
 """
 
 from __future__ import annotations
@@ -20,10 +26,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, slots_of
 from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
-from minispec.core.sched.output import SchedulerOutput
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.sample.metadata import SamplingMetadata
 from minispec.sample.ops.topk_topp_sampler import apply_top_k_top_p, random_sample
@@ -32,13 +38,12 @@ from minispec.sampling_params import _SAMPLING_EPS
 
 @dataclass
 class DraftState:
-    """The draft model's view of one request, shaped like a Request for the shared input preparation."""
+    """The draft model's view of one request; shaped like a Request for the KVCacheManager."""
 
     request_id: str
     all_token_ids: list[int] = field(default_factory=list)
     num_computed_tokens: int = 0  # tokens whose keys and values the draft cache holds
     num_confirmed_tokens: int = 0  # prefix known to equal the target's sequence
-    spec_token_ids: list[int] = field(default_factory=list)  # always empty: the draft verifies nothing
 
     @property
     def num_tokens(self) -> int:
@@ -59,16 +64,27 @@ class DraftState:
 
 
 class DraftModelProposer:
+    """k greedy (or sampled) steps of a small language model per request, every request at once.
+
+    The loop follows vLLM's `SpecDecodeBaseProposer.propose`: one causal forward over each request's uncached
+    tokens drafts the first token; then every further step feeds each request exactly one token, the draft
+    just made, so its inputs are advanced with tensor ops on buffers built once per call (positions + 1, the
+    next cache slot, one more key). No Python batch structure is rebuilt per step and the drafts stay on the
+    device until the end of the call: a step costs what the draft's forward costs.
+    """
+
     def __init__(
-        self, model: LlamaForCausalLM, runner, kv_cache_manager: KVCacheManager, k: int, max_model_len: int,
-        draft_sample_method: str = "greedy",
+        self, model: LlamaForCausalLM, kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        kv_cache_manager: KVCacheManager, k: int, max_model_len: int, draft_sample_method: str = "greedy",
     ):
         if draft_sample_method not in DRAFT_SAMPLE_METHODS:
             raise ValueError(f"draft_sample_method={draft_sample_method!r}: choose one of {list(DRAFT_SAMPLE_METHODS)}")
         self.draft_sample_method = draft_sample_method
         self.model = model
-        self.runner = runner  # a ModelRunner over the draft model: its _prepare_inputs builds the batches
+        self.kv_caches = kv_caches  # the draft model's own paged cache, one (k, v) pair per layer
         self.kv_cache_manager = kv_cache_manager
+        self.block_size = kv_cache_manager.block_size
+        self.device = kv_caches[0][0].device
         self.k = k
         self.max_model_len = max_model_len
         self.states: dict[str, DraftState] = {}
@@ -80,7 +96,6 @@ class DraftModelProposer:
         in the target's dtype, with its own paged cache of as many blocks as the target's."""
         from minispec.model_executor.model_loader import SPEC_MODEL, get_model
         from minispec.worker.kv_cache import allocate_for_model
-        from minispec.worker.model_runner import ModelRunner
 
         target, device = target_runner.model, target_runner.device
         draft = get_model(spec.model, target.model.embed_tokens.weight.dtype, device, param=SPEC_MODEL)
@@ -94,7 +109,7 @@ class DraftModelProposer:
         caches = allocate_for_model(draft, num_blocks, block_size, device, "the draft model's KV cache")
         return cls(
             draft,
-            ModelRunner(draft, caches, block_size, device),
+            caches,
             KVCacheManager(num_blocks, block_size),
             spec.num_speculative_tokens,
             # the draft stops drafting at the end of its own context window (vLLM: the draft's max_model_len)
@@ -132,49 +147,141 @@ class DraftModelProposer:
         drafts: list[list[int]] = [[] for _ in requests]
         if not states:
             return drafts
-        md = sampling_metadata.select_rows(rows)
-        probs_per_row: list[list[torch.Tensor]] = [[] for _ in states]
-        num_new = {s.request_id: s.num_tokens - s.num_computed_tokens for s in states}
-        for step in range(max(budgets)):
-            active = [j for j, b in enumerate(budgets) if b > step]
-            token_ids, probs = self._step([states[j] for j in active], num_new, md.select_rows(active))
-            for j, token_id, p in zip(active, token_ids, probs):
-                states[j].all_token_ids.append(token_id)
-                drafts[rows[j]].append(token_id)
-                if p is not None:
-                    probs_per_row[j].append(p)
-            num_new = {states[j].request_id: 1 for j in active}
-        for j, state in enumerate(states):
-            if probs_per_row[j]:
-                self.draft_probs[state.request_id] = torch.stack(probs_per_row[j])  # [num_drafts, V]
+        sampled = self.draft_sample_method == "probabilistic" and not sampling_metadata.all_greedy
+        md = sampling_metadata.select_rows(rows) if sampled else GREEDY
+        token_ids, probs, is_greedy = self._draft(states, budgets, md)  # [B, max budget], per step [B, V]
+        for j, (state, budget, ids) in enumerate(zip(states, budgets, token_ids.tolist())):
+            state.all_token_ids.extend(ids[:budget])
+            state.num_computed_tokens = state.num_tokens - 1  # every draft but the last was fed back
+            drafts[rows[j]] = ids[:budget]
+            if probs and not is_greedy[j]:
+                self.draft_probs[state.request_id] = torch.stack([p[j] for p in probs[:budget]])  # [budget, V]
             else:
                 self.draft_probs.pop(state.request_id, None)
         return drafts
 
-    def _step(self, states: list[DraftState], num_new: dict[str, int], md: SamplingMetadata):
-        for s in states:
-            s.num_computed_tokens += num_new[s.request_id]
-        so = SchedulerOutput(states, {s.request_id: num_new[s.request_id] for s in states})
-        block_table = [self.kv_cache_manager.get_block_ids(s.request_id) for s in states]
-        batch = self.runner._prepare_inputs(so, block_table)
-        out = self.model(batch.input_ids, batch.positions, self.runner.kv_caches, batch.attn_metadata)
-        last = torch.from_numpy(batch.query_start_loc[1:] - 1).to(out.hidden_states.device)
-        logits = self.model.compute_logits(out.hidden_states[last]).float()  # [B, V]
-        return sample_draft_tokens(logits, md, self.draft_sample_method)
+    def _block_table(self, states: list[DraftState]) -> torch.Tensor:
+        tables = [self.kv_cache_manager.get_block_ids(s.request_id) for s in states]
+        width = max(len(t) for t in tables)
+        return torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.long, device=self.device)
+
+    def _draft(self, states: list[DraftState], budgets: list[int], md: SamplingMetadata):
+        """Token ids [B, max(budgets)] (row j valid up to budgets[j]), the per-step probabilities of sampled
+        drafts ([B, V] each; [] when every draft is an argmax) and which rows drafted greedily."""
+        dev, num_reqs, depth = self.device, len(states), max(budgets)
+        block_table = self._block_table(states)  # [B, max_blocks]
+        context = [s.num_computed_tokens for s in states]
+        lens = [s.num_tokens for s in states]  # the draft at step t sits at position lens[b] + t
+        # step 0: every uncached token of every request, causally, in one forward
+        query_lens = torch.tensor([n - c for n, c in zip(lens, context)], dtype=torch.long, device=dev)  # [B]
+        meta = causal_metadata(block_table, torch.tensor(context, device=dev), query_lens, self.block_size)
+        input_ids = torch.tensor([t for s, c in zip(states, context) for t in s.all_token_ids[c:]], device=dev)
+        hidden = self.model(input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
+        ids, p, is_greedy = sample_draft_token_ids(
+            self.model.compute_logits(hidden[torch.cumsum(query_lens, 0) - 1]), md, self.draft_sample_method
+        )
+        token_ids = torch.zeros(num_reqs, depth, dtype=torch.long, device=dev)  # [B, depth]
+        token_ids[:, 0] = ids
+        probs = [] if p is None else [p]
+        if depth == 1:
+            return token_ids, probs, is_greedy
+        # steps 1 .. depth - 1 feed one token per request; their positions, cache slots and masks, built once
+        steps = DecodeSteps.build(block_table, lens, budgets, self.block_size)
+        rows = None  # the rows still drafting (None: all of them)
+        for t in range(1, depth):
+            active = [j for j, b in enumerate(budgets) if b > t]
+            if len(active) < (num_reqs if rows is None else len(rows)):  # a budget ran out (near max_model_len)
+                rows = torch.tensor(active, device=dev)
+                md_t = md if md is GREEDY else md.select_rows(active)
+            elif rows is None:
+                md_t = md
+            feed = token_ids[:, t - 1] if rows is None else token_ids[rows, t - 1]  # [B_t]
+            meta_t = steps.metadata(t, rows, max(lens[j] for j in active) + t)
+            positions = steps.positions[:, t - 1] if rows is None else steps.positions[rows, t - 1]
+            hidden = self.model(feed, positions, self.kv_caches, meta_t).hidden_states  # [B_t, H]
+            ids, p, _ = sample_draft_token_ids(self.model.compute_logits(hidden), md_t, self.draft_sample_method)
+            if rows is None:
+                token_ids[:, t] = ids
+            else:
+                token_ids[rows, t] = ids
+            if p is not None:
+                probs.append(p if rows is None else p.new_zeros(num_reqs, p.shape[1]).index_copy_(0, rows, p))
+        return token_ids, probs, is_greedy
+
+
+@dataclass
+class DecodeSteps:
+    """The one-token steps of a drafting call, precomputed: at step t (1 .. depth - 1) request b feeds its
+    draft t - 1 at position lens[b] + t - 1 and attends to its first lens[b] + t cache positions."""
+
+    positions: torch.Tensor  # [B, depth - 1] position fed at step t (column t - 1)
+    slot_mapping: torch.Tensor  # [B, depth - 1] the cache slot it writes
+    key_slots: torch.Tensor  # [B, S] cache slots of positions 0 .. S - 1 (0 past a row's last one)
+    attn_mask: torch.Tensor  # [depth - 1, B, 1, 1, S] key s visible at step t: s < lens[b] + t
+    arange: torch.Tensor  # [B]
+
+    @classmethod
+    def build(cls, block_table: torch.Tensor, lens: list[int], budgets: list[int], block_size: int) -> DecodeSteps:
+        dev = block_table.device
+        num_reqs, depth = len(lens), max(budgets)
+        span = max(n + b - 1 for n, b in zip(lens, budgets))  # longest sequence the loop builds: S
+        base = torch.tensor(lens, dtype=torch.long, device=dev)  # [B]
+        last = torch.tensor([n + b - 1 for n, b in zip(lens, budgets)], device=dev)  # [B] tokens cached at the end
+        step = torch.arange(depth - 1, device=dev)  # [depth - 1]
+        key_pos = torch.arange(span, device=dev)  # [S]
+        key_slots = slots_of(block_table, key_pos.expand(num_reqs, span), block_size)  # [B, S]
+        key_slots = key_slots.masked_fill(key_pos[None, :] >= last[:, None], 0)
+        positions = base[:, None] + step[None, :]  # [B, depth - 1]
+        slot_mapping = key_slots.gather(1, positions.clamp(max=span - 1))  # [B, depth - 1]
+        seq_lens = positions + 1  # [B, depth - 1]
+        attn_mask = key_pos[None, None, :] < seq_lens.T[:, :, None]  # [depth - 1, B, S]
+        return cls(positions, slot_mapping, key_slots, attn_mask[:, :, None, None, :],
+                   torch.arange(num_reqs, device=dev))
+
+    def metadata(self, t: int, rows: torch.Tensor | None, max_seq_len: int) -> AttentionMetadata:
+        """Step t's metadata for the rows still drafting (None: all), keys cut to the longest of them."""
+        if rows is None:
+            slots, keys, mask = self.slot_mapping[:, t - 1], self.key_slots, self.attn_mask[t - 1]
+        else:
+            slots, keys, mask = self.slot_mapping[rows, t - 1], self.key_slots[rows], self.attn_mask[t - 1][rows]
+        index = self.arange[: slots.shape[0]]
+        return AttentionMetadata(
+            num_tokens=slots.shape[0],
+            slot_mapping=slots,
+            query_index=index[:, None],
+            output_index=index,
+            key_slots=keys[:, :max_seq_len],
+            attn_mask=mask[..., :max_seq_len],
+            is_uniform_decode=True,
+        )
+
+
+GREEDY = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)  # argmax drafts for every row
+
+
+def sample_draft_token_ids(
+    logits: torch.Tensor, md: SamplingMetadata, draft_sample_method: str = "probabilistic"
+) -> tuple[torch.Tensor, torch.Tensor | None, list[bool]]:
+    """`logits` [B, V] -> (token ids [B] on the device, the processed probabilities [B, V] or None, which
+    rows drafted greedily). Greedy rows, and every row under draft_sample_method="greedy": argmax (no
+    probabilities: one-hot for the rejection sampler). Random rows under "probabilistic": a sample from the
+    processed distribution (temperature, top-k, top-p), returned so the rejection sampler can divide by it."""
+    greedy_ids = logits.argmax(dim=-1)  # [B]
+    if md.all_greedy or draft_sample_method == "greedy":
+        return greedy_ids, None, [True] * logits.shape[0]
+    logits = logits.float()
+    is_greedy = md.temperature < _SAMPLING_EPS  # [B]
+    temperature = torch.where(is_greedy, torch.ones_like(md.temperature), md.temperature)
+    probs = apply_top_k_top_p(logits / temperature[:, None], md.top_k, md.top_p).softmax(dim=-1)  # [B, V]
+    sampled = random_sample(probs, md.generators)  # [B]
+    return torch.where(is_greedy, greedy_ids, sampled), probs, is_greedy.tolist()
 
 
 def sample_draft_tokens(
     logits: torch.Tensor, md: SamplingMetadata, draft_sample_method: str = "probabilistic"
 ) -> tuple[list[int], list[torch.Tensor | None]]:
-    """Greedy rows, and every row under draft_sample_method="greedy": argmax (no probabilities: one-hot for
-    the rejection sampler). Random rows under "probabilistic": sample from the processed distribution
-    (temperature, top-k, top-p) and return it, so the rejection sampler can divide by it."""
-    greedy_ids = logits.argmax(dim=-1)  # [B]
-    if md.all_greedy or draft_sample_method == "greedy":
-        return greedy_ids.tolist(), [None] * logits.shape[0]
-    is_greedy = md.temperature < _SAMPLING_EPS  # [B]
-    temperature = torch.where(is_greedy, torch.ones_like(md.temperature), md.temperature)
-    probs = apply_top_k_top_p(logits / temperature[:, None], md.top_k, md.top_p).softmax(dim=-1)  # [B, V]
-    sampled = random_sample(probs, md.generators)  # [B]
-    token_ids = torch.where(is_greedy, greedy_ids, sampled).tolist()
-    return token_ids, [None if g else p for g, p in zip(is_greedy.tolist(), probs)]
+    """`sample_draft_token_ids` as lists: token ids, and per row its probabilities (None for an argmax)."""
+    ids, probs, is_greedy = sample_draft_token_ids(logits, md, draft_sample_method)
+    if probs is None:
+        return ids.tolist(), [None] * logits.shape[0]
+    return ids.tolist(), [None if g else p for g, p in zip(is_greedy, probs)]

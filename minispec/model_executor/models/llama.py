@@ -107,6 +107,9 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == self.weight.dtype == torch.float32 and x.device.type == "cpu":
+            # one call instead of seven; on CPU in float32 it computes the lines below bit for bit
+            return nn.functional.rms_norm(x, self.weight.shape, self.weight, self.eps)
         dtype = x.dtype
         x = x.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
@@ -114,23 +117,36 @@ class RMSNorm(nn.Module):
 
 
 class RotaryEmbedding(nn.Module):
-    """Rotary position embedding, rotate-half layout (as Hugging Face Llama checkpoints expect)."""
+    """Rotary position embedding, rotate-half layout (as Hugging Face Llama checkpoints expect).
+
+    With x = [x1, x2] (two halves of a head), RoPE is [x1 cos - x2 sin, x2 cos + x1 sin]; computed as
+    x * [cos, cos] + roll(x) * [-sin, sin], which is the same arithmetic (a + b * -s is a - b * s exactly)
+    in four tensor ops. The full-width table is derived from `cos_sin` when first needed."""
 
     def __init__(self, head_dim: int, max_position: int, theta: float):
         super().__init__()
         inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim)
         freqs = torch.outer(torch.arange(max_position, dtype=torch.float32), inv_freq)  # [P, D/2]
         self.register_buffer("cos_sin", torch.cat([freqs.cos(), freqs.sin()], dim=-1), persistent=False)
+        self._table_of: torch.Tensor | None = None  # the cos_sin the table was derived from
 
     def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor):
-        cos, sin = self.cos_sin[positions].chunk(2, dim=-1)  # [T, D/2] each
-        return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+        return self.rotate(positions, q), self.rotate(positions, k)
 
-    @staticmethod
-    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        x1, x2 = x.float().chunk(2, dim=-1)  # [T, H, D/2]
-        cos, sin = cos[:, None], sin[:, None]
-        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).to(x.dtype)
+    def rotate(self, positions: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """x [T, N, D] (N heads) rotated by each token's position, in float32, back in x's dtype."""
+        cos, sin = self._table()[positions].unbind(1)  # [T, 1, D] each
+        xf = x.float()
+        out = xf * cos + xf.roll(x.shape[-1] // 2, dims=-1) * sin
+        return out if out.dtype == x.dtype else out.to(x.dtype)
+
+    def _table(self) -> torch.Tensor:
+        """[P, 2, 1, D]: [cos, cos] and [-sin, sin] per position (rebuilt if cos_sin is replaced or moved)."""
+        if self._table_of is not self.cos_sin:
+            cos, sin = self.cos_sin.chunk(2, dim=-1)  # [P, D/2]
+            table = torch.stack([torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)], dim=1)
+            self._rope_table, self._table_of = table[:, :, None], self.cos_sin
+        return self._rope_table
 
 
 class LlamaAttention(nn.Module):
@@ -154,13 +170,14 @@ class LlamaAttention(nn.Module):
 
     def forward(self, positions, hidden_states, kv_cache, attn_metadata: AttentionMetadata) -> torch.Tensor:
         num_tokens = hidden_states.shape[0]
-        q, k, v = self.qkv_proj(hidden_states).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = q.view(num_tokens, self.num_heads, self.head_dim)
-        k = k.view(num_tokens, self.num_kv_heads, self.head_dim)
-        v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k = self.rotary_emb(positions, q, k)
+        heads = [self.num_heads, self.num_kv_heads]
+        qkv = self.qkv_proj(hidden_states).view(num_tokens, -1, self.head_dim)  # [T, H + 2 Hkv, D]
+        qk, v = qkv.split([self.num_heads + self.num_kv_heads, self.num_kv_heads], dim=1)
+        if self.q_norm is None:  # q's and k's heads sit side by side: one rotation for both
+            q, k = self.rotary_emb.rotate(positions, qk).split(heads, dim=1)
+        else:
+            q, k = qk.split(heads, dim=1)
+            q, k = self.rotary_emb(positions, self.q_norm(q), self.k_norm(k))
         out = self.attn(q, k, v, kv_cache, attn_metadata)  # [T, H, D]
         return self.o_proj(out.reshape(num_tokens, self.q_size))
 
@@ -198,6 +215,8 @@ class LlamaModel(nn.Module):
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(LlamaDecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        for layer in self.layers[1:]:  # every layer rotates alike: one table (cos_sin holds no weights)
+            layer.self_attn.rotary_emb = self.layers[0].self_attn.rotary_emb
 
 
 @dataclass

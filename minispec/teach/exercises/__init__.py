@@ -45,6 +45,19 @@ class Exercise:
         return _normalise(value) == _normalise(expected)
 
 
+class Reference:
+    """A reference function shown by name (show_solution prints the answer's repr)."""
+
+    def __init__(self, fn: Callable, name: str):
+        self.fn, self.name = fn, name
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 def _is_number(value: Any) -> bool:
     if isinstance(value, bool):
         return False

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from minispec.teach import toy
-from minispec.teach.exercises import Exercise
+from minispec.teach.exercises import Exercise, Reference
 from minispec.teach.theory import (
     acceptance_rate_from_alpha,
     chi_square_test,
@@ -35,19 +35,6 @@ def _cases(num: int = 12, vocab: int = 6, seed: int = 0) -> list[tuple[np.ndarra
     cases = [(rng.dirichlet(np.ones(vocab)), rng.dirichlet(np.ones(vocab))) for _ in range(num)]
     cases.append((np.array([0.5, 0.5, 0.0, 0.0]), np.array([0.0, 0.25, 0.25, 0.5])))
     return [(P_EX, Q_EX), *cases]
-
-
-class _Reference:
-    """A reference function shown by name (show_solution prints the answer's repr)."""
-
-    def __init__(self, fn: Callable, name: str):
-        self.fn, self.name = fn, name
-
-    def __call__(self, *args):
-        return self.fn(*args)
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 def _same_accept_prob(candidate: Callable, reference: Callable) -> bool:
@@ -120,7 +107,7 @@ EXERCISES = [
     Exercise(
         "02.accept_prob",
         "Write accept_prob(p, q, x): the chance of keeping the draft's token x.",
-        lambda: _Reference(toy.accept_probability, "minispec.teach.toy.accept_probability"),
+        lambda: Reference(toy.accept_probability, "minispec.teach.toy.accept_probability"),
         "def accept_prob(p, q, x):\n    return min(1.0, p[x] / q[x])\n\n"
         "x was drawn from q, so q[x] > 0. A token the target likes at least as much as the draft (p >= q) is "
         "always kept.",
@@ -130,7 +117,7 @@ EXERCISES = [
     Exercise(
         "02.residual",
         "Write residual(p, q): the distribution a rejected draft's replacement is drawn from.",
-        lambda: _Reference(toy.residual_distribution, "minispec.teach.toy.residual_distribution"),
+        lambda: Reference(toy.residual_distribution, "minispec.teach.toy.residual_distribution"),
         "def residual(p, q):\n    r = np.maximum(p - q, 0.0)\n    return r / r.sum()\n\n"
         "Its normalising sum is exactly the rejection probability 1 - sum(min(p, q)).",
         hint="np.maximum(p - q, 0), normalised to sum to 1; compare with minispec.teach.toy.residual_distribution",

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import torch
 
-from minispec.teach.exercises import Exercise
+from minispec.teach.exercises import Exercise, Reference
 
 # "06.top_k_top_p": token i has probability FILTER_PROBS[i]
 FILTER_PROBS = [0.10, 0.40, 0.05, 0.30, 0.15]
@@ -74,19 +74,6 @@ def greedy_row_ref(
         max_spec_len,
     )
     return out[0].tolist()
-
-
-class _Reference:
-    """A reference function shown by name (show_solution prints the answer's repr)."""
-
-    def __init__(self, fn: Callable, name: str):
-        self.fn, self.name = fn, name
-
-    def __call__(self, *args):
-        return self.fn(*args)
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 def greedy_cases(num: int = 200, seed: int = 0) -> list[tuple[list[int], list[int], int, int]]:
@@ -165,7 +152,7 @@ EXERCISES = [
         "Write greedy_row(draft_token_ids, target_argmax, bonus_token_id, max_spec_len): one program of "
         "rejection_greedy_sample_kernel, returning the request's row of max_spec_len + 1 ids (-1 where "
         "nothing is written).",
-        lambda: _Reference(greedy_row_ref, "minispec.teach.exercises.ch06.greedy_row_ref"),
+        lambda: Reference(greedy_row_ref, "minispec.teach.exercises.ch06.greedy_row_ref"),
         "def greedy_row(draft_token_ids, target_argmax, bonus_token_id, max_spec_len):\n"
         "    row = [-1] * (max_spec_len + 1)\n"
         "    for pos, (draft, target) in enumerate(zip(draft_token_ids, target_argmax)):\n"

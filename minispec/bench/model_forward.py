@@ -173,3 +173,36 @@ def _forward(
     batch = runner._prepare_inputs(SchedulerOutput([request], {request.request_id: num_new}), blocks)
     out = runner.model(batch.input_ids, batch.positions, runner.kv_caches, batch.attn_metadata)
     return runner.model.compute_logits(out.hidden_states)  # [num_new, vocab]
+
+
+def main(argv: list[str] | None = None) -> dict[str, dict[int, float]]:
+    """`python -m minispec.bench.model_forward`: t(M) and v(M) = t(M) / t(1) of one model in float32, eager
+    and compiled (enforce_eager=False), one engine after the other in this process."""
+    import argparse
+
+    from minispec.bench.roofline import torch_threads
+
+    ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    ap.add_argument("--model", default="zoo:target")
+    ap.add_argument("--tokens", type=int, nargs="+", default=[1, 2, 4, 6, 8, 16, 17, 32])
+    ap.add_argument("--context-len", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--modes", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"])
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
+    args = ap.parse_args(argv)
+    times = {}
+    with torch_threads(args.threads):
+        for mode in args.modes:
+            engine = LLMEngine(args.model, device="cpu", max_num_seqs=1, dtype="float32",
+                               enforce_eager=mode == "eager")
+            times[mode] = measure_forward_time(args.model, args.tokens, args.context_len, args.repeats,
+                                               engine=engine)
+    print(f"{args.model}, float32, {args.context_len} cached tokens, best of {args.repeats}: ms (v = t(M) / t(1))")
+    print("M     " + "".join(f"{mode:>20}" for mode in args.modes))
+    for m in args.tokens:
+        print(f"{m:<6}" + "".join(f"{1e3 * t[m]:>11.2f} ({t[m] / t[args.tokens[0]]:4.2f})" for t in times.values()))
+    return times
+
+
+if __name__ == "__main__":
+    main()

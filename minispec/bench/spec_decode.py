@@ -137,25 +137,29 @@ def run(
     repeats: int = 2,
     methods: Sequence[str] | None = None,
     target: str = "zoo:target",
+    enforce_eager: bool = True,
 ) -> list[dict]:
-    """One row per method at one dtype and batch size (`num_prompts` is raised to batch_size if smaller)."""
+    """One row per method at one dtype and batch size (`num_prompts` is raised to batch_size if smaller).
+    enforce_eager=False compiles every engine's models (minispec.compilation); the warm-up then also pays
+    for compiling each shape the timed runs meet."""
     from minispec.zoo.corpus import heldout_prompt_ids
 
     prompts = heldout_prompt_ids(max(num_prompts, batch_size), prompt_len)
-    plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size)
-    decode(plain, prompts[:batch_size], 4, batch_size)  # warm-up
+    plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size, enforce_eager=enforce_eager)
+    warm_up = 4 if enforce_eager else 16  # compiled: meet the prefill, decode and verification shapes first
+    decode(plain, prompts[:batch_size], warm_up, batch_size)
     plain_tokens = decode(plain, prompts, max_tokens, batch_size)[1]
     rows = []
     for name in methods or list(METHODS):
         try:
             llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size,
-                      speculative_config=dict(METHODS[name]))
+                      speculative_config=dict(METHODS[name]), enforce_eager=enforce_eager)
         except FileNotFoundError as e:  # a zoo model that has not been trained here
             print(f"skipping {name}: {e}")
             continue
         runner = llm.llm_engine.model_runner
         k = runner.speculative_config.num_speculative_tokens
-        decode(llm, prompts[:batch_size], 4, batch_size)  # warm-up
+        decode(llm, prompts[:batch_size], warm_up, batch_size)
         plain_s = spec_s = float("inf")
         for _ in range(repeats):  # plain and speculative alternate, so a burst of load hits both
             plain_s = min(plain_s, decode(plain, prompts, max_tokens, batch_size)[0])
@@ -174,7 +178,7 @@ def run(
         sum_c, v = phases.get("propose", 0.0) / t1, (phases["forward"] + phases.get("verify", 0.0)) / t1
         predicted = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
         rows.append({
-            "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1,
+            "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1, "enforce_eager": enforce_eager,
             "mean_acceptance_length": mean_len, "acceptance_rate": stats.acceptance_rate,
             "tokens_per_step": phases["tokens"],
             "c": sum_c / max(1, drafting_forwards(llm)), "sum_c": sum_c, "v": v,
@@ -193,7 +197,8 @@ def print_table(rows: list[dict]) -> None:
     if not rows:
         return
     r0 = rows[0]
-    print(f"\n{r0['dtype']}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
+    mode = "" if r0.get("enforce_eager", True) else " (compiled)"
+    print(f"\n{r0['dtype']}{mode}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
           f"{r0['t1_ms']:.2f} ms (a plain step's forward, logits and sampling), plain step {r0['plain_step_ms']:.2f} ms")
     print("method                n      E  E_all      c  sum c      v  pred E_all/(sum c+v)  speedup  efficiency"
           "  agree")
@@ -215,6 +220,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--repeats", type=int, default=2, help="timed runs per configuration (the best is kept)")
     ap.add_argument("--methods", nargs="+", default=None, choices=list(METHODS))
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
+    ap.add_argument("--compile", action="store_true",
+                    help="enforce_eager=False: torch.compile every engine's models (vLLM's default)")
     if ap.parse_known_args(argv)[0].quick:  # --quick changes the defaults; options given still win
         ap.set_defaults(**QUICK)
     args = ap.parse_args(argv)
@@ -223,7 +230,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for dtype in args.dtypes:
             for batch_size in args.batch_sizes:
                 group = run(dtype, batch_size, args.num_prompts, args.prompt_len, args.max_tokens, args.repeats,
-                            args.methods)
+                            args.methods, enforce_eager=not args.compile)
                 print_table(group)
                 rows += group
     return rows

@@ -23,6 +23,7 @@ import itertools
 import torch
 from transformers import AutoTokenizer
 
+from minispec.compilation.decorators import check_compiler
 from minispec.config import CacheConfig, ModelConfig, SchedulerConfig, SpeculativeConfig, check_int, is_int
 from minispec.core.kv_cache_manager import KVCacheManager, cdiv
 from minispec.core.request import Request, RequestStatus
@@ -78,6 +79,7 @@ class LLMEngine:
         device: str = "auto",
         speculative_config: SpeculativeConfig | None = None,
         seed: int = 0,
+        enforce_eager: bool = True,
     ):
         # every argument is checked before anything is read from disk
         self.model_config = ModelConfig(model, tokenizer, dtype, max_model_len, seed)
@@ -89,6 +91,11 @@ class LLMEngine:
             raise TypeError(f"speculative_config must be None or a SpeculativeConfig (LLM also takes a dict); "
                             f"got a {type(speculative_config).__name__}")
         self.device = resolve_device(device)
+        if not isinstance(enforce_eager, bool):
+            raise TypeError(f"enforce_eager={enforce_eager!r} must be True (eager PyTorch, minispec's default) or "
+                            "False (torch.compile, vLLM's default)")
+        if not enforce_eager:
+            check_compiler(self.device)
         torch.manual_seed(self.model_config.seed)  # the generator of unseeded requests, as vLLM's seed does
 
         self.model_path = resolve_model_path(self.model_config.model)
@@ -120,7 +127,7 @@ class LLMEngine:
         )
         # as in vLLM, the runner builds its drafter (and loads the draft's weights) from the speculative config
         self.model_runner = ModelRunner(self.model, kv_caches, self.cache_config.block_size, self.device,
-                                        speculative_config, max_model_len)
+                                        speculative_config, max_model_len, enforce_eager)
         self._request_counter = itertools.count()
         self.step_records: list[StepRecord] | None = None  # set to [] to record every step (chapter 8)
 

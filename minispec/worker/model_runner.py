@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from minispec.attention.paged_attention import AttentionMetadata, build_attention_mask
+from minispec.compilation.decorators import compile_model
 from minispec.config import SpeculativeConfig
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
@@ -78,6 +79,7 @@ class ModelRunner(TreeVerificationMixin):
         device: torch.device,
         speculative_config: SpeculativeConfig | None = None,
         max_model_len: int | None = None,
+        enforce_eager: bool = True,
     ):
         self.model = model
         self.kv_caches = kv_caches
@@ -99,6 +101,17 @@ class ModelRunner(TreeVerificationMixin):
         self.timer = PhaseTimer(None)
         if speculative_config is not None:
             self._init_spec_decode(speculative_config)
+        if not enforce_eager:  # as vLLM's support_torch_compile: the target's and the drafter's forwards
+            for net in (model, self._drafter_network()):
+                if net is not None:
+                    compile_model(net, device)
+
+    def _drafter_network(self) -> torch.nn.Module | None:
+        """The drafter's own network: a draft model, an EAGLE head, Medusa's heads (None for n-gram lookup)."""
+        for name, kind in (("model", DraftModelProposer), ("draft", EagleProposer), ("heads", MedusaProposer)):
+            if isinstance(self.drafter, kind):
+                return getattr(self.drafter, name)
+        return None
 
     def _init_spec_decode(self, spec: SpeculativeConfig) -> None:
         """As v0.32.0's GPUModelRunner.__init__: the drafter, built (and its model loaded) from the config."""

@@ -73,6 +73,11 @@ def _model_forward(tmp_path):
 
     times = measure_forward_time("zoo:draft", [1, 2], context_len=8, repeats=1)
     assert set(times) == {1, 2} and all(t > 0 for t in times.values())
+    from minispec.bench import model_forward
+
+    out = model_forward.main(["--model", "zoo:draft", "--tokens", "1", "2", "--context-len", "8", "--repeats", "1",
+                              "--modes", "eager"])  # tests/compilation covers the compiled engine
+    assert set(out["eager"]) == {1, 2}
 
 
 def _projection(tmp_path):

@@ -284,6 +284,8 @@ ENGINE = [
     eng("device='nonsense!'", {"device": "nonsense!"}, ValueError, "device='nonsense!'"),
     eng("device=5", {"device": 5}, TypeError, "device=5"),
     eng("device='cuda:99'", {"device": "cuda:99"}, ValueError, "device='cuda:99'"),
+    eng("enforce_eager='no'", {"enforce_eager": "no"}, TypeError, "enforce_eager='no'"),
+    eng("enforce_eager=0", {"enforce_eager": 0}, TypeError, "enforce_eager=0"),
     eng("seed='x'", {"seed": "x"}, TypeError, "seed='x'"),
     eng("seed=2**64", {"seed": 2**64}, ValueError, "seed="),
     eng("seed=-(2**63)-1", {"seed": -(2**63) - 1}, ValueError, "seed="),

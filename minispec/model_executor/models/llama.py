@@ -255,7 +255,8 @@ class LlamaForCausalLM(nn.Module):
         h = self.model.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # [T, hidden]
         aux = []
         for i, layer in enumerate(self.model.layers):
-            if i in aux_hidden_layers:
+            if any(i == j for j in aux_hidden_layers):  # not `in`: under torch.compile(dynamic=True)
+                # the ints are symbolic and `in` answers False (torch 2.13); == compares them
                 aux.append(h)
             h = layer(positions, h, kv_caches[i], attn_metadata)
         return ModelOutput(self.model.norm(h), aux or None)

@@ -1,0 +1,1 @@
+"""minispec.compilation"""

@@ -28,7 +28,6 @@ import shutil
 import types
 
 import torch
-import torch._inductor.config
 from torch import nn
 
 COMPILED_METHODS = ("forward", "compute_logits", "combine_hidden_states")  # whichever the model has
@@ -55,6 +54,8 @@ def _own_code(method):
 def compile_model(model: nn.Module, device: torch.device) -> nn.Module:
     """Replace the model's forward (and compute_logits, combine_hidden_states) with compiled versions, in place.
     The weights must not change afterwards: freezing has made them constants of the graph."""
+    import torch._inductor.config  # here, not at the top: importing Inductor costs every eager engine 2-3 s
+
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     if device.type == "cpu":
         # process-wide, and read when a graph compiles (at its first call): torch.compile(options=...) does not

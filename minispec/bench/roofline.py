@@ -129,6 +129,17 @@ def _best_seconds(fn: Callable[[], object], repeats: int, device: torch.device, 
     return min(samples)
 
 
+MATMUL_KERNELS = ("linear", "onednn")
+
+
+def _matmul(kernel: str, weight: torch.Tensor):
+    """x -> x W^T with the chosen kernel (for "onednn", the weight is packed here, once)."""
+    if kernel == "linear":
+        return lambda x: torch.nn.functional.linear(x, weight)
+    packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
+    return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+
+
 def measure_matmul_times(
     ms: Sequence[int],
     d_in: int = 4096,
@@ -137,10 +148,12 @@ def measure_matmul_times(
     repeats: int = 5,
     device: str | torch.device = "cpu",
     num_threads: int | None = None,
+    kernel: str = "linear",
 ) -> dict[int, float]:
     """Best-of-repeats seconds of y = x W^T for x [m, d_in] and W [d_out, d_in], for each m in ms: the
-    product a model's nn.Linear runs in a decode step (`torch.nn.functional.linear`, weight as nn.Linear
-    stores it).
+    product a model's nn.Linear runs in a decode step. kernel="linear": `torch.nn.functional.linear`, weight
+    as nn.Linear stores it; kernel="onednn" (CPU, float32): oneDNN's matmul on the weight packed once
+    beforehand, as vLLM's CPU backend and minispec's eager engine run layers (minispec/model_executor/layers/utils.py).
 
     The repeats are interleaved (one round times every m, then the next round), so a burst of load from
     other jobs slows one round of every m rather than every repeat of one m. Pick d_in * d_out * bytes
@@ -155,17 +168,23 @@ def measure_matmul_times(
     for m in ms:
         _check_positive_int("m", m)
     device = torch.device(device)
+    if kernel not in MATMUL_KERNELS:
+        raise ValueError(f"kernel={kernel!r}: choose one of {list(MATMUL_KERNELS)}")
+    if kernel == "onednn" and (device.type != "cpu" or dtype != torch.float32 or not torch.backends.mkldnn.is_available()):
+        raise ValueError(f"kernel='onednn' needs a CPU with oneDNN and float32; got device={device.type!r}, "
+                         f"dtype={dtype}")
     weight = torch.randn(d_out, d_in, dtype=dtype, device=device)  # [d_out, d_in], as nn.Linear
     inputs = {int(m): torch.randn(m, d_in, dtype=dtype, device=device) for m in ms}  # [m, d_in] each
     best = {m: float("inf") for m in inputs}
     with torch_threads(num_threads), torch.inference_mode():
+        product = _matmul(kernel, weight)
         for x in inputs.values():
-            torch.nn.functional.linear(x, weight)  # warm-up: first-call allocations, kernel selection
+            product(x)  # warm-up: first-call allocations, kernel selection
         _sync(device)
         for _ in range(repeats):
             for m, x in inputs.items():
                 start = time.perf_counter()
-                torch.nn.functional.linear(x, weight)  # [m, d_out]
+                product(x)  # [m, d_out]
                 _sync(device)
                 best[m] = min(best[m], time.perf_counter() - start)
     return best

@@ -49,6 +49,7 @@ class MatmulCurve:
     bytes_per_param: float
     bandwidth: float | None = None  # read bandwidth for the memory roof (bytes/s)
     peak_flops: float | None = None  # compute roof for this dtype (FLOP/s)
+    kernel: str = "linear"  # "linear" (F.linear) or "onednn" (weight packed once: measure_matmul_times)
 
 
 def _sorted(times: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -539,6 +540,25 @@ def roofline_points(
 # ---- sentences computed from the reader's measurements -----------------------------------------------------
 
 
+def _packed_comparison(packed: MatmulCurve, curves: Sequence[MatmulCurve]) -> str:
+    """What packing the weight once changed, against the F.linear curve of the same dtype (if measured)."""
+    plain = next((c for c in curves if c.kernel == "linear" and c.bytes_per_param == packed.bytes_per_param), None)
+    ms = sorted(set(packed.times) & set(plain.times)) if plain is not None else []
+    if len(ms) < 2:
+        return ""
+    m1, m2 = ms[0], ms[1]
+    p1, p2, f1, f2 = packed.times[m1], packed.times[m2], plain.times[m1], plain.times[m2]
+    text = (f" Against F.linear on the same weight: M = {m2} takes {p2 * 1e3:.2f} ms packed and {f2 * 1e3:.2f} ms "
+            f"unpacked ({f2 / p2:.2f}x), M = {m1} {p1 * 1e3:.2f} ms packed and {f1 * 1e3:.2f} ms unpacked.")
+    if p2 < f2 and p1 > f1:
+        text += (f" Packing pays from M = {m2} on. For one row the matrix-vector product stays faster; minispec's "
+                 "eager engine, like vLLM, still packs every call, because a packed row's result does not depend "
+                 "on how many rows share the call.")
+    elif p2 >= f2:
+        text += " Here packing does not make the multi-row product cheaper."
+    return text
+
+
 def describe_matmul_scaling(
     curves: Sequence[MatmulCurve],
     d_in: int,
@@ -575,6 +595,8 @@ def describe_matmul_scaling(
                 "the weight into a cache-friendly layout. With a handful of tokens that repacking, not the "
                 "arithmetic, is most of the time."
             )
+        if curve.kernel == "onednn":
+            text += _packed_comparison(curve, curves)
         if device_type == "cpu" and curve.label == "bfloat16":
             if bf16_instructions is False and flat < 8:
                 text += (

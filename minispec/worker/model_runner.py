@@ -31,6 +31,7 @@ from minispec.config import SpeculativeConfig
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
 from minispec.engine.step_record import PhaseTimer, StepRecord
+from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.outputs import Logprob
 from minispec.sample.logprobs import LogprobsTensors
@@ -101,10 +102,13 @@ class ModelRunner(TreeVerificationMixin):
         self.timer = PhaseTimer(None)
         if speculative_config is not None:
             self._init_spec_decode(speculative_config)
-        if not enforce_eager:  # as vLLM's support_torch_compile: the target's and the drafter's forwards
-            for net in (model, self._drafter_network()):
-                if net is not None:
-                    compile_model(net, device)
+        for net in (model, self._drafter_network()):
+            if net is None:
+                continue
+            if not enforce_eager:  # as vLLM's support_torch_compile: the target's and the drafter's forwards
+                compile_model(net, device)
+            elif device.type == "cpu":  # as vLLM's CPU linear method: every matmul on a packed weight
+                dispatch_cpu_unquantized_gemm(net)
 
     def _drafter_network(self) -> torch.nn.Module | None:
         """The drafter's own network: a draft model, an EAGLE head, Medusa's heads (None for n-gram lookup)."""

@@ -60,6 +60,16 @@ def _gpu_all(tmp_path):
     assert gpu_all.main(["--out", str(tmp_path)]) == 0
 
 
+def _linear(tmp_path):
+    from minispec.bench import linear
+
+    if not linear.onednn_available():
+        pytest.skip("no oneDNN in this PyTorch build")
+    out = linear.main(["--model", "zoo:draft", "--rows", "1", "2", "--tokens", "1", "2", "--context-len", "8",
+                       "--repeats", "1"])
+    assert {r["rows"] for r in out["layers"]} == {1, 2} and set(out["forward"]) == set(linear.FORWARD_MODES)
+
+
 def _medusa(tmp_path):
     from minispec.bench import medusa
 

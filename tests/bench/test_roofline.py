@@ -51,6 +51,8 @@ def test_roofline_time_takes_the_slower_roof():
         lambda: measure_matmul_times([], 8, 8),
         lambda: measure_matmul_times([0], 8, 8),
         lambda: measure_matmul_times([1], 8, 8, repeats=0),
+        lambda: measure_matmul_times([1], 8, 8, kernel="mkl"),
+        lambda: measure_matmul_times([1], 8, 8, dtype=torch.bfloat16, kernel="onednn"),
         lambda: measure_copy_bandwidth(0),
         lambda: measure_peak_flops(-1),
     ],
@@ -64,6 +66,12 @@ def test_measure_matmul_times_small():
     times = measure_matmul_times([1, 4, 2], d_in=64, d_out=32, repeats=2, num_threads=1)
     assert list(times) == [1, 4, 2]
     assert all(t > 0 for t in times.values())
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="no oneDNN in this PyTorch build")
+def test_measure_matmul_times_packed_weight():
+    times = measure_matmul_times([1, 2], d_in=64, d_out=32, repeats=2, num_threads=1, kernel="onednn")
+    assert list(times) == [1, 2] and all(t > 0 for t in times.values())
 
 
 def test_bandwidth_and_peak_are_positive_and_threads_restored():

@@ -84,6 +84,17 @@ def test_describe_matmul_scaling_follows_the_numbers():
     assert "GEMV" not in describe_matmul_scaling(curves, 64, 64, 1e9, "cuda")
 
 
+def test_describe_matmul_scaling_compares_the_packed_weight():
+    unpacked = {1: 1e-3, 2: 2.0e-3, 4: 3.1e-3}
+    packed = {1: 1.4e-3, 2: 1.5e-3, 4: 2.0e-3}
+    curves = [MatmulCurve("float32", unpacked, 4), MatmulCurve("float32, packed", packed, 4, kernel="onednn")]
+    text = describe_matmul_scaling(curves, 4096, 3072, 20e9, "cpu")
+    assert "M = 2 takes 1.50 ms packed and 2.00 ms unpacked (1.33x)" in text
+    assert "Packing pays from M = 2 on" in text
+    slower = [curves[0], MatmulCurve("float32, packed", {1: 1e-3, 2: 2.5e-3}, 4, kernel="onednn")]
+    assert "does not make the multi-row product cheaper" in describe_matmul_scaling(slower, 64, 64, 1e9, "cpu")
+
+
 def test_plot_roofline_places_points_on_the_roof():
     points = roofline_points(4096, 4096, 2, k=4)
     assert list(points) == ["decode (M = 1)", "verify k + 1 = 5 tokens", "prefill (2048 tokens)"]

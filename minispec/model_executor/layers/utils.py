@@ -1,0 +1,98 @@
+"""CPU GEMM dispatch: every linear layer of an eager model multiplies with a weight packed once for oneDNN.
+
+Chapters 1 and 7. vLLM v0.32.0 counterpart: `dispatch_cpu_unquantized_gemm` and `cpu_unquantized_gemm` in
+`vllm/model_executor/layers/utils.py`. On a CPU, vLLM's `UnquantizedLinearMethod` calls the dispatch once the
+weights are loaded. It reorders each linear layer's weight into oneDNN's blocked layout (`create_onednn_mm`),
+and every matmul of that layer then runs `onednn_mm` on the packed weight. minispec does the same with
+PyTorch's own oneDNN ops, for the target and the drafter of an eager engine on a CPU (the model runner calls
+it). Compiled engines do not use it: Inductor's freezing packs the weights of the compiled graph itself
+(minispec/compilation/decorators.py).
+
+Why it matters for speculation: verifying k + 1 tokens multiplies k + 1 rows by each weight. PyTorch's plain
+`F.linear` takes MKL's general matmul (GEMM) for more than one row, which repacks tiles of the weight on every
+call. On the course CPU (AVX2, one thread) and the zoo target's weights, 2 rows then cost about 2 times one
+row, and 6 rows 3.3 to 5 times. On the packed weight the same products cost 1.2 to 2.0 and 2.2 to 2.8 times
+F.linear's single row (`python -m minispec.bench.linear` measures both).
+
+Why every call, as vLLM does, when F.linear is faster for a single row (MKL's matrix-vector product) and for
+small weights (a oneDNN call costs 30 to 40 us more)? Because the packed product is batch-invariant. Row i of
+its output is bitwise the same whatever the number of rows, and F.linear's is not: its rows differ by up to
+1e-4 between one row and many (tests/model_executor/layers/test_utils.py). A verification step and a plain
+decoding step then compute each token's linear layers identically. The faster mix (`min_rows=2`,
+`min_weight_numel=MIN_PACKED_WEIGHT_NUMEL`) was measured and rejected. On one held-out prompt, two logits of
+the target lie one float32 ulp apart, and that mix made greedy speculative decoding pick the other token
+than plain decoding does (docs/benchmarks.md).
+
+Only float32 weights are packed. A bfloat16 pack needs AVX-512 or AVX-NE-CONVERT, which the course CPU lacks.
+A layer whose pack fails keeps `F.linear`, as vLLM falls back when oneDNN refuses. minispec keeps the original
+weight (vLLM frees it), builds the pack at the layer's first call and rebuilds it when the weight is replaced
+or changed in place (its version counter moves). Autograd calls take F.linear.
+"""
+
+from __future__ import annotations
+
+import types
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# the fastest mix measured (python -m minispec.bench.linear), not the default: batch-invariance needs every call
+MIN_PACKED_ROWS = 2  # one row: MKL's matrix-vector product is faster than oneDNN's
+MIN_PACKED_WEIGHT_NUMEL = 200_000  # smaller weights: oneDNN's per-call cost is never earned back
+
+
+def onednn_available() -> bool:
+    return torch.backends.mkldnn.is_available()
+
+
+def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, min_rows: int = 1) -> int:
+    """Route every float32 `nn.Linear` of `model` on a CPU with a weight of at least `min_weight_numel`
+    elements through `cpu_unquantized_gemm`, which packs calls of at least `min_rows` rows; returns how many
+    layers. Undo with `restore_linear`."""
+    if not onednn_available():
+        return 0
+    count = 0
+    for module in model.modules():
+        if (type(module) is nn.Linear and module.weight.device.type == "cpu" and module.weight.dtype == torch.float32
+                and module.weight.numel() >= min_weight_numel):
+            module.forward = types.MethodType(cpu_unquantized_gemm, module)
+            module._onednn = None  # (weight, its version, the packed weight), built at the first packed call
+            module._onednn_min_rows = min_rows
+            count += 1
+    return count
+
+
+def restore_linear(model: nn.Module) -> None:
+    """Give every dispatched layer back nn.Linear's own forward (and drop its packed weight)."""
+    for module in model.modules():
+        if "_onednn" in module.__dict__:
+            del module.forward, module._onednn, module._onednn_min_rows
+
+
+def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """`layer(x)`, with x [..., in_features]: oneDNN's matmul on the packed weight; F.linear under autograd, for
+    another dtype, or for fewer rows than the layer's min_rows. Bound to a layer as its forward by
+    dispatch_cpu_unquantized_gemm."""
+    weight = layer.weight
+    rows = x.numel() // weight.shape[1] if x.dim() else 1
+    if rows < layer._onednn_min_rows or x.dtype != weight.dtype or (torch.is_grad_enabled() and weight.requires_grad):
+        return F.linear(x, weight, layer.bias)
+    packed = _packed_weight(layer)
+    if packed is None:
+        return F.linear(x, weight, layer.bias)
+    out = torch.ops.mkldnn._linear_pointwise(x.reshape(rows, -1), packed, layer.bias, "none", [], "")  # [rows, N]
+    return out.view(*x.shape[:-1], weight.shape[0])
+
+
+def _packed_weight(layer: nn.Linear) -> torch.Tensor | None:
+    weight, cached = layer.weight, layer._onednn
+    if cached is not None and cached[0] is weight and cached[1] == weight._version:
+        return cached[2]
+    try:
+        with torch.no_grad():
+            packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None)
+    except RuntimeError:  # oneDNN cannot pack this weight here: stay on F.linear
+        packed = None
+    layer._onednn = (weight, weight._version, packed)
+    return packed

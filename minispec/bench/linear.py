@@ -22,9 +22,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from minispec.model_executor.layers.utils import (
+    MIN_PACKED_ROWS,
     MIN_PACKED_WEIGHT_NUMEL,
     dispatch_cpu_unquantized_gemm,
     onednn_available,
+    pack_weight,
+    packed_linear,
     restore_linear,
 )
 
@@ -50,16 +53,14 @@ def time_layers(model: nn.Module, rows: list[int], repeats: int = 5, calls: int 
     with torch.inference_mode():
         for out_features, in_features in shapes:
             weight = torch.randn(out_features, in_features)
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
+            packed = pack_weight(weight)
             for m in rows:
                 x = torch.randn(m, in_features)
                 results.append({
                     "shape": (out_features, in_features),
                     "rows": m,
                     "f_linear": _best_seconds(lambda x, w=weight: F.linear(x, w), x, repeats, calls),
-                    "onednn": _best_seconds(
-                        lambda x, w=packed: torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], ""), x,
-                        repeats, calls),
+                    "onednn": _best_seconds(lambda x, w=packed: packed_linear(x, w), x, repeats, calls),
                 })
     return results
 
@@ -67,7 +68,7 @@ def time_layers(model: nn.Module, rows: list[int], repeats: int = 5, calls: int 
 FORWARD_MODES = {  # name -> dispatch arguments (None: every layer on F.linear)
     "F.linear": None,
     "packed, every call (engine)": {"min_weight_numel": 0, "min_rows": 1},
-    "packed, 2+ rows of big weights": {"min_weight_numel": MIN_PACKED_WEIGHT_NUMEL, "min_rows": 2},
+    "packed, 2+ rows of big weights": {"min_weight_numel": MIN_PACKED_WEIGHT_NUMEL, "min_rows": MIN_PACKED_ROWS},
 }
 
 

@@ -134,10 +134,12 @@ MATMUL_KERNELS = ("linear", "onednn")
 
 def _matmul(kernel: str, weight: torch.Tensor):
     """x -> x W^T with the chosen kernel (for "onednn", the weight is packed here, once)."""
+    from minispec.model_executor.layers.utils import pack_weight, packed_linear
+
     if kernel == "linear":
         return lambda x: torch.nn.functional.linear(x, weight)
-    packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
-    return lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+    packed = pack_weight(weight)
+    return lambda x: packed_linear(x, packed)
 
 
 def measure_matmul_times(
@@ -160,6 +162,8 @@ def measure_matmul_times(
     larger than the last-level cache (tens of MB), otherwise the weight is read from cache and the measured
     "bandwidth" is the cache's, not the memory's.
     """
+    from minispec.model_executor.layers.utils import onednn_available
+
     _check_positive_int("d_in", d_in)
     _check_positive_int("d_out", d_out)
     _check_positive_int("repeats", repeats)
@@ -170,7 +174,7 @@ def measure_matmul_times(
     device = torch.device(device)
     if kernel not in MATMUL_KERNELS:
         raise ValueError(f"kernel={kernel!r}: choose one of {list(MATMUL_KERNELS)}")
-    if kernel == "onednn" and (device.type != "cpu" or dtype != torch.float32 or not torch.backends.mkldnn.is_available()):
+    if kernel == "onednn" and (device.type != "cpu" or dtype != torch.float32 or not onednn_available()):
         raise ValueError(f"kernel='onednn' needs a CPU with oneDNN and float32; got device={device.type!r}, "
                          f"dtype={dtype}")
     weight = torch.randn(d_out, d_in, dtype=dtype, device=device)  # [d_out, d_in], as nn.Linear

@@ -46,6 +46,18 @@ def onednn_available() -> bool:
     return torch.backends.mkldnn.is_available()
 
 
+def pack_weight(weight: torch.Tensor) -> torch.Tensor:
+    """weight [out, in] reordered into oneDNN's blocked layout (vLLM: `create_onednn_mm`). RuntimeError where
+    oneDNN cannot pack it (a bfloat16 weight without AVX-512 or AVX-NE-CONVERT)."""
+    with torch.no_grad():
+        return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None)
+
+
+def packed_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x [rows, in] @ W^T (+ bias) on a weight from pack_weight (vLLM: `onednn_mm`) -> [rows, out]."""
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+
 def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, min_rows: int = 1) -> int:
     """Route every float32 `nn.Linear` of `model` on a CPU with a weight of at least `min_weight_numel`
     elements through `cpu_unquantized_gemm`, which packs calls of at least `min_rows` rows; returns how many
@@ -81,7 +93,7 @@ def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     packed = _packed_weight(layer)
     if packed is None:
         return F.linear(x, weight, layer.bias)
-    out = torch.ops.mkldnn._linear_pointwise(x.reshape(rows, -1), packed, layer.bias, "none", [], "")  # [rows, N]
+    out = packed_linear(x.reshape(rows, -1), packed, layer.bias)  # [rows, out_features]
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
@@ -90,8 +102,7 @@ def _packed_weight(layer: nn.Linear) -> torch.Tensor | None:
     if cached is not None and cached[0] is weight and cached[1] == weight._version:
         return cached[2]
     try:
-        with torch.no_grad():
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None)
+        packed = pack_weight(weight)
     except RuntimeError:  # oneDNN cannot pack this weight here: stay on F.linear
         packed = None
     layer._onednn = (weight, weight._version, packed)

@@ -10,7 +10,8 @@ vLLM v0.32.0's `dispatch_cpu_unquantized_gemm`. Two tables:
    and the engine's); and the fastest mix, packing only multi-row calls of the larger weights. The ratio
    v = t(M) / t(1) is what a speculative step pays to verify M - 1 drafts.
 
-`python -m minispec.bench.linear` (float32, one thread).
+`python -m minispec.bench.linear [--dtype float32|bfloat16]` (one thread). bfloat16 needs a CPU where oneDNN
+packs it (`packable_dtypes`: AVX-512, AMX or AVX-NE-CONVERT); elsewhere the command says so and stops.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from minispec.model_executor.layers.utils import (
     dispatch_cpu_unquantized_gemm,
     onednn_available,
     pack_weight,
+    packable_dtypes,
     packed_linear,
     restore_linear,
 )
@@ -43,19 +45,27 @@ def _best_seconds(fn, x: torch.Tensor, repeats: int, calls: int) -> float:
     return best
 
 
-def time_layers(model: nn.Module, rows: list[int], repeats: int = 5, calls: int = 20) -> list[dict]:
-    """For each distinct (out, in) shape of the model's float32 linear layers: seconds of F.linear and of the
-    packed oneDNN matmul for each number of rows."""
+def check_dtype(dtype: torch.dtype) -> None:
+    """ValueError unless oneDNN packs `dtype` on this CPU."""
     if not onednn_available():
         raise ValueError("this PyTorch build has no oneDNN (torch.backends.mkldnn.is_available() is False)")
+    if dtype not in packable_dtypes():
+        raise ValueError(f"dtype={dtype} is not packed by oneDNN on this CPU; it packs {list(packable_dtypes())}")
+
+
+def time_layers(model: nn.Module, rows: list[int], repeats: int = 5, calls: int = 20,
+                dtype: torch.dtype = torch.float32) -> list[dict]:
+    """For each distinct (out, in) shape of the model's linear layers: seconds of F.linear and of the packed
+    oneDNN matmul for each number of rows, with weights and inputs in `dtype`."""
+    check_dtype(dtype)
     shapes = sorted({tuple(m.weight.shape) for m in model.modules() if type(m) is nn.Linear})
     results = []
     with torch.inference_mode():
         for out_features, in_features in shapes:
-            weight = torch.randn(out_features, in_features)
+            weight = torch.randn(out_features, in_features).to(dtype)
             packed = pack_weight(weight)
             for m in rows:
-                x = torch.randn(m, in_features)
+                x = torch.randn(m, in_features).to(dtype)
                 results.append({
                     "shape": (out_features, in_features),
                     "rows": m,
@@ -72,14 +82,15 @@ FORWARD_MODES = {  # name -> dispatch arguments (None: every layer on F.linear)
 }
 
 
-def time_forward(model: str, tokens: list[int], context_len: int, repeats: int) -> dict[str, dict[int, float]]:
+def time_forward(model: str, tokens: list[int], context_len: int, repeats: int,
+                 dtype: str = "float32") -> dict[str, dict[int, float]]:
     """t(M) of one eager engine's forward in each of FORWARD_MODES, in alternating rounds: all on F.linear;
     every matmul on packed weights (vLLM's dispatch, and the engine's); and the fastest mix measured, which
     packs only multi-row calls of weights of at least MIN_PACKED_WEIGHT_NUMEL elements."""
     from minispec.bench.model_forward import measure_forward_time
     from minispec.engine.llm_engine import LLMEngine
 
-    engine = LLMEngine(model, device="cpu", max_num_seqs=1, dtype="float32")
+    engine = LLMEngine(model, device="cpu", max_num_seqs=1, dtype=dtype)
     net = engine.model_runner.model
     times: dict[str, dict[int, float]] = {mode: {} for mode in FORWARD_MODES}
     for _ in range(repeats):
@@ -109,11 +120,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--context-len", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     args = ap.parse_args(argv)
+    dtype = getattr(torch, args.dtype)
+    check_dtype(dtype)
     with torch_threads(args.threads):
-        layers = time_layers(get_model(args.model, "float32"), args.rows, args.repeats)
-        forward = time_forward(args.model, args.tokens, args.context_len, args.repeats)
-    print(f"{args.model}, float32, one weight alone, best of {args.repeats}: us per call, F.linear / oneDNN")
+        layers = time_layers(get_model(args.model, "float32"), args.rows, args.repeats, dtype=dtype)
+        forward = time_forward(args.model, args.tokens, args.context_len, args.repeats, args.dtype)
+    print(f"{args.model}, {args.dtype}, one weight alone, best of {args.repeats}: us per call, F.linear / oneDNN")
     print("shape (out, in)   " + "".join(f"{'M=' + str(m):>18}" for m in args.rows))
     for shape in dict.fromkeys(r["shape"] for r in layers):
         cells = [r for r in layers if r["shape"] == shape]

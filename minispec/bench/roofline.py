@@ -154,15 +154,16 @@ def measure_matmul_times(
 ) -> dict[int, float]:
     """Best-of-repeats seconds of y = x W^T for x [m, d_in] and W [d_out, d_in], for each m in ms: the
     product a model's nn.Linear runs in a decode step. kernel="linear": `torch.nn.functional.linear`, weight
-    as nn.Linear stores it; kernel="onednn" (CPU, float32): oneDNN's matmul on the weight packed once
-    beforehand, as vLLM's CPU backend and minispec's eager engine run layers (minispec/model_executor/layers/utils.py).
+    as nn.Linear stores it; kernel="onednn" (CPU; float32, and bfloat16 where oneDNN packs it): oneDNN's matmul
+    on the weight packed once beforehand, as vLLM's CPU backend and minispec's eager engine run layers
+    (minispec/model_executor/layers/utils.py).
 
     The repeats are interleaved (one round times every m, then the next round), so a burst of load from
     other jobs slows one round of every m rather than every repeat of one m. Pick d_in * d_out * bytes
     larger than the last-level cache (tens of MB), otherwise the weight is read from cache and the measured
     "bandwidth" is the cache's, not the memory's.
     """
-    from minispec.model_executor.layers.utils import onednn_available
+    from minispec.model_executor.layers.utils import packable_dtypes
 
     _check_positive_int("d_in", d_in)
     _check_positive_int("d_out", d_out)
@@ -174,9 +175,9 @@ def measure_matmul_times(
     device = torch.device(device)
     if kernel not in MATMUL_KERNELS:
         raise ValueError(f"kernel={kernel!r}: choose one of {list(MATMUL_KERNELS)}")
-    if kernel == "onednn" and (device.type != "cpu" or dtype != torch.float32 or not onednn_available()):
-        raise ValueError(f"kernel='onednn' needs a CPU with oneDNN and float32; got device={device.type!r}, "
-                         f"dtype={dtype}")
+    if kernel == "onednn" and (device.type != "cpu" or dtype not in packable_dtypes()):
+        raise ValueError(f"kernel='onednn' needs a CPU whose oneDNN packs the dtype ({list(packable_dtypes())} "
+                         f"here); got device={device.type!r}, dtype={dtype}")
     weight = torch.randn(d_out, d_in, dtype=dtype, device=device)  # [d_out, d_in], as nn.Linear
     inputs = {int(m): torch.randn(m, d_in, dtype=dtype, device=device) for m in ms}  # [m, d_in] each
     best = {m: float("inf") for m in inputs}

@@ -554,6 +554,8 @@ def _packed_comparison(packed: MatmulCurve, curves: Sequence[MatmulCurve]) -> st
         text += (f" Packing pays from M = {m2} on. For one row the matrix-vector product stays faster; minispec's "
                  "eager engine, like vLLM, still packs every call, because a packed row's result does not depend "
                  "on how many rows share the call.")
+    elif p2 < f2 and p1 <= f1:
+        text += f" Packing pays at every M measured, one row included ({f1 / p1:.2f}x at M = {m1})."
     elif p2 >= f2:
         text += " Here packing does not make the multi-row product cheaper."
     return text

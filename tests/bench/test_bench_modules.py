@@ -157,3 +157,17 @@ def test_every_module_has_a_smallest_run():
 @pytest.mark.parametrize("name", sorted(SMALLEST))
 def test_smallest_configuration(name, tmp_path):
     SMALLEST[name](tmp_path)
+
+
+def test_linear_in_bfloat16_or_a_clear_refusal():
+    """bench.linear --dtype bfloat16 measures where oneDNN packs bfloat16 and says so where it does not."""
+    from minispec.bench import linear
+
+    argv = ["--model", "zoo:draft", "--rows", "1", "--tokens", "1", "2", "--context-len", "8", "--repeats", "1",
+            "--dtype", "bfloat16"]
+    if torch.bfloat16 not in linear.packable_dtypes():
+        with pytest.raises(ValueError, match="bfloat16"):
+            linear.main(argv)
+        return
+    out = linear.main(argv)
+    assert {r["rows"] for r in out["layers"]} == {1} and set(out["forward"]) == set(linear.FORWARD_MODES)

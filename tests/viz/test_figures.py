@@ -93,6 +93,9 @@ def test_describe_matmul_scaling_compares_the_packed_weight():
     assert "Packing pays from M = 2 on" in text
     slower = [curves[0], MatmulCurve("float32, packed", {1: 1e-3, 2: 2.5e-3}, 4, kernel="onednn")]
     assert "does not make the multi-row product cheaper" in describe_matmul_scaling(slower, 64, 64, 1e9, "cpu")
+    faster = [curves[0], MatmulCurve("float32, packed", {1: 0.5e-3, 2: 0.6e-3}, 4, kernel="onednn")]
+    assert "Packing pays at every M measured, one row included (2.00x at M = 1)" in describe_matmul_scaling(
+        faster, 64, 64, 1e9, "cpu")
 
 
 def test_plot_roofline_places_points_on_the_roof():

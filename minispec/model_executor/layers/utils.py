@@ -10,7 +10,7 @@ it). Compiled engines do not use it: Inductor's freezing packs the weights of th
 
 Why it matters for speculation: verifying k + 1 tokens multiplies k + 1 rows by each weight. PyTorch's plain
 `F.linear` takes MKL's general matmul (GEMM) for more than one row, which repacks tiles of the weight on every
-call. On the course CPU (AVX2, one thread) and the zoo target's weights, 2 rows then cost about 2 times one
+call. On the AVX2 course CPU (one thread) and the zoo target's weights, 2 rows then cost about 2 times one
 row, and 6 rows 3.3 to 5 times. On the packed weight the same products cost 1.2 to 2.0 and 2.2 to 2.8 times
 F.linear's single row (`python -m minispec.bench.linear` measures both).
 
@@ -23,7 +23,14 @@ decoding step then compute each token's linear layers identically. The faster mi
 the target lie one float32 ulp apart, and that mix made greedy speculative decoding pick the other token
 than plain decoding does (docs/benchmarks.md).
 
-Only float32 weights are packed. A bfloat16 pack needs AVX-512 or AVX-NE-CONVERT, which the course CPU lacks.
+Which dtypes: float32 everywhere oneDNN runs, and bfloat16 where oneDNN has bfloat16 kernels (AVX-512,
+AVX512-BF16, AMX or AVX-NE-CONVERT: `packable_dtypes()`), as vLLM packs both. On a CPU with AMX the packed
+bfloat16 product is the fastest of all and nearly flat in the number of rows (17 rows of the zoo target's
+gate_up_proj cost 1.3 to 1.4 times one row); on an AVX2-only CPU oneDNN cannot pack bfloat16, and those layers keep
+`F.linear`. Packed bfloat16 rows are batch-invariant for most shapes but not all (AMX splits some reductions
+differently for different row counts, by one bfloat16 ulp), which is within the "up to hardware numerics"
+vLLM documents for half precision; the float32 guarantee above is bitwise.
+
 A layer whose pack fails keeps `F.linear`, as vLLM falls back when oneDNN refuses. minispec keeps the original
 weight (vLLM frees it), builds the pack at the layer's first call and rebuilds it when the weight is replaced
 or changed in place (its version counter moves). Autograd calls take F.linear.
@@ -46,9 +53,16 @@ def onednn_available() -> bool:
     return torch.backends.mkldnn.is_available()
 
 
+def packable_dtypes() -> tuple[torch.dtype, ...]:
+    """The weight dtypes oneDNN packs on this CPU: float32, and bfloat16 where oneDNN has bfloat16 kernels."""
+    if not onednn_available():
+        return ()
+    return (torch.float32, torch.bfloat16) if torch.ops.mkldnn._is_mkldnn_bf16_supported() else (torch.float32,)
+
+
 def pack_weight(weight: torch.Tensor) -> torch.Tensor:
     """weight [out, in] reordered into oneDNN's blocked layout (vLLM: `create_onednn_mm`). RuntimeError where
-    oneDNN cannot pack it (a bfloat16 weight without AVX-512 or AVX-NE-CONVERT)."""
+    oneDNN cannot pack it (a bfloat16 weight on a CPU outside `packable_dtypes`)."""
     with torch.no_grad():
         return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None)
 
@@ -59,14 +73,13 @@ def packed_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | No
 
 
 def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, min_rows: int = 1) -> int:
-    """Route every float32 `nn.Linear` of `model` on a CPU with a weight of at least `min_weight_numel`
-    elements through `cpu_unquantized_gemm`, which packs calls of at least `min_rows` rows; returns how many
-    layers. Undo with `restore_linear`."""
-    if not onednn_available():
-        return 0
+    """Route every `nn.Linear` of `model` on a CPU whose weight oneDNN packs here (`packable_dtypes`) and holds
+    at least `min_weight_numel` elements through `cpu_unquantized_gemm`, which packs calls of at least
+    `min_rows` rows; returns how many layers. Undo with `restore_linear`."""
+    dtypes = packable_dtypes()
     count = 0
     for module in model.modules():
-        if (type(module) is nn.Linear and module.weight.device.type == "cpu" and module.weight.dtype == torch.float32
+        if (type(module) is nn.Linear and module.weight.device.type == "cpu" and module.weight.dtype in dtypes
                 and module.weight.numel() >= min_weight_numel):
             module.forward = types.MethodType(cpu_unquantized_gemm, module)
             module._onednn = None  # (weight, its version, the packed weight), built at the first packed call

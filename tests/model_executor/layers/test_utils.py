@@ -9,6 +9,7 @@ from torch import nn
 from minispec.model_executor.layers.utils import (
     dispatch_cpu_unquantized_gemm,
     onednn_available,
+    packable_dtypes,
     restore_linear,
 )
 
@@ -72,9 +73,27 @@ def test_autograd_keeps_f_linear():
     assert net[0].weight.grad is not None
 
 
-def test_only_float32_layers_are_dispatched():
-    assert dispatch_cpu_unquantized_gemm(_net(torch.bfloat16), min_weight_numel=0) == 0
+def test_layers_of_the_packable_dtypes_are_dispatched():
+    assert torch.float32 in packable_dtypes()
+    bfloat16 = 2 if torch.bfloat16 in packable_dtypes() else 0  # bfloat16 where oneDNN has its kernels
+    assert dispatch_cpu_unquantized_gemm(_net(torch.bfloat16), min_weight_numel=0) == bfloat16
+    assert dispatch_cpu_unquantized_gemm(_net(torch.float16), min_weight_numel=0) == 0
     assert dispatch_cpu_unquantized_gemm(nn.Sequential(nn.ReLU()), min_weight_numel=0) == 0
+
+
+@pytest.mark.skipif(torch.bfloat16 not in packable_dtypes(), reason="oneDNN has no bfloat16 kernels on this CPU")
+@pytest.mark.parametrize("rows", [1, 6, 17])
+def test_bfloat16_packed_equals_the_float32_product_up_to_rounding(rows):
+    """The packed bfloat16 product accumulates in float32, as F.linear does: within bfloat16 rounding of the
+    exact product."""
+    exact_net, net = _net(torch.bfloat16).float(), _net(torch.bfloat16)  # the same bfloat16 weights
+    x = torch.randn(rows, 64).bfloat16()
+    assert dispatch_cpu_unquantized_gemm(net) == 2
+    with torch.inference_mode():
+        exact = exact_net(x.float())
+        got = net(x)
+    assert got.dtype == torch.bfloat16 and all(m._onednn[2] is not None for m in (net[0], net[2]))
+    torch.testing.assert_close(got.float(), exact, rtol=2e-2, atol=2e-2)
 
 
 def test_the_faster_mix_keeps_f_linear_for_single_rows_and_small_weights():

@@ -1,0 +1,52 @@
+"""minispec/attention/paged_attention.py: a varlen batch over a paged cache attends exactly as each request
+would alone over contiguous keys, and the cache holds every new token's key and value at its slot."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minispec.attention.paged_attention import PagedAttention, causal_metadata, gather_slots
+
+HEADS, KV_HEADS, HEAD_DIM, BLOCK = 4, 2, 8, 4
+
+
+@pytest.mark.parametrize("shape", [(1, 5), (3, 7), (24, 33)])
+def test_gather_slots_is_advanced_indexing(shape):
+    cache = torch.randn(200, KV_HEADS, HEAD_DIM)
+    slots = torch.randint(0, 200, shape)
+    assert torch.equal(gather_slots(cache, slots), cache[slots])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_varlen_batch_equals_each_request_alone(dtype):
+    torch.manual_seed(0)
+    context_lens, query_lens = torch.tensor([5, 0, 9]), torch.tensor([1, 6, 3])  # decode, prefill, chunk
+    block_table = torch.tensor([[3, 7, 0, 0], [1, 2, 0, 0], [4, 5, 6, 8]])  # blocks per request, padded
+    num_slots = 9 * BLOCK
+    k_cache, v_cache = torch.zeros(num_slots, KV_HEADS, HEAD_DIM, dtype=dtype), torch.zeros(
+        num_slots, KV_HEADS, HEAD_DIM, dtype=dtype)
+    # the cached context of every request, and its keys and values as one contiguous tensor per request
+    full_k, full_v = [], []
+    for b, (ctx, new) in enumerate(zip(context_lens.tolist(), query_lens.tolist())):
+        full_k.append(torch.randn(ctx + new, KV_HEADS, HEAD_DIM, dtype=dtype))
+        full_v.append(torch.randn(ctx + new, KV_HEADS, HEAD_DIM, dtype=dtype))
+        for pos in range(ctx):
+            slot = int(block_table[b, pos // BLOCK]) * BLOCK + pos % BLOCK
+            k_cache[slot], v_cache[slot] = full_k[b][pos], full_v[b][pos]
+    meta = causal_metadata(block_table, context_lens, query_lens, BLOCK)
+    q = torch.randn(int(query_lens.sum()), HEADS, HEAD_DIM, dtype=dtype)  # [T, H, D]
+    k = torch.cat([fk[c:] for fk, c in zip(full_k, context_lens.tolist())])
+    v = torch.cat([fv[c:] for fv, c in zip(full_v, context_lens.tolist())])
+
+    out = PagedAttention(HEADS, KV_HEADS, HEAD_DIM)(q, k, v, (k_cache, v_cache), meta)  # [T, H, D]
+
+    assert torch.equal(k_cache[meta.slot_mapping], k) and torch.equal(v_cache[meta.slot_mapping], v)
+    start = 0
+    for b, (ctx, new) in enumerate(zip(context_lens.tolist(), query_lens.tolist())):
+        qb = q[start : start + new].transpose(0, 1)[None]  # [1, H, new, D]
+        kb, vb = (t.repeat_interleave(HEADS // KV_HEADS, 1).transpose(0, 1)[None] for t in (full_k[b], full_v[b]))
+        visible = torch.arange(ctx + new)[None, :] <= ctx + torch.arange(new)[:, None]  # causal over the request
+        expected = F.scaled_dot_product_attention(qb.float(), kb.float(), vb.float(), attn_mask=visible)
+        tol = 1e-5 if dtype == torch.float32 else 2e-2
+        torch.testing.assert_close(out[start : start + new].float(), expected[0].transpose(0, 1), rtol=tol, atol=tol)
+        start += new

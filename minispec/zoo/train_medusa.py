@@ -6,7 +6,11 @@ cross-entropy against the token 2 + i positions ahead of each hidden state, the 
 0.8^i, and each head's vocabulary projection starts as a copy of the base model's lm_head (its ResBlocks
 start as the identity), so an untrained head 0 already guesses "the next token again".
 
-    python -m minispec.zoo.train_medusa --minutes 12            # -> minispec/zoo/models/medusa
+With `--original-lm-head` (how the shipped heads are trained) the heads share one projection, the base model's
+lm_head, frozen: only the ResBlocks learn, and the checkpoint stores the projection once with vLLM's
+`original_lm_head: true`. Each drafting step then reads one vocabulary projection instead of four.
+
+    python -m minispec.zoo.train_medusa --original-lm-head --minutes 12   # -> minispec/zoo/models/medusa
     python -m minispec.zoo.train_medusa --steps 3 --out /tmp/m --max-files 5 --eval-windows 2
 
 Base hidden states come from transformers' LlamaForCausalLM (`model.model(...)`: after the final norm) under
@@ -69,12 +73,16 @@ def head_accuracy(heads: Medusa, base, windows: torch.Tensor, bf16: bool, batch_
     return {"top1": (hits1 / counts).round(4).tolist(), "top5": (hits5 / counts).round(4).tolist()}
 
 
-def init_heads(base, num_heads: int, num_layers: int) -> Medusa:
+def init_heads(base, num_heads: int, num_layers: int, original_lm_head: bool = False) -> Medusa:
+    """Heads whose projections start as the base model's lm_head; under original_lm_head they share it, frozen."""
     cfg = base.config
-    heads = Medusa(MedusaConfig(num_heads, num_layers, cfg.hidden_size, cfg.vocab_size, "zoo:target"))
+    heads = Medusa(MedusaConfig(num_heads, num_layers, cfg.hidden_size, cfg.vocab_size, "zoo:target",
+                                original_lm_head=original_lm_head))
     with torch.no_grad():
         for head in heads.heads:
             head[-1].weight.copy_(base.lm_head.weight.float())
+    if original_lm_head:
+        heads.heads[0][-1].requires_grad_(False)
     return heads
 
 
@@ -85,12 +93,13 @@ def train(args: argparse.Namespace) -> dict:
     heldout_ids = corpus.token_stream("heldout", tokenizer_file, args.max_files)
     windows = eval_windows(heldout_ids, args.eval_windows, args.seq_len)
     torch.manual_seed(args.seed)
-    heads = init_heads(base, args.num_heads, args.num_layers).train()
-    optimizer = torch.optim.AdamW(heads.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    heads = init_heads(base, args.num_heads, args.num_layers, args.original_lm_head).train()
+    trained = [p for p in heads.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
     rng = np.random.default_rng(args.seed)
     base_name = "zoo:target" if Path(args.target).resolve() == (MODELS_DIR / "target").resolve() else str(args.target)
     log = {"name": "medusa", "base": base_name, "num_heads": args.num_heads,
-           "num_layers": args.num_layers, "batch_size": args.batch_size, "seq_len": args.seq_len,
+           "num_layers": args.num_layers, "original_lm_head": args.original_lm_head, "batch_size": args.batch_size, "seq_len": args.seq_len,
            "lr": args.lr, "seed": args.seed, "budget_minutes": args.minutes, "budget_steps": args.steps,
            "loss_decay": LOSS_DECAY, "history": []}
     budget_s = args.minutes * 60.0
@@ -107,7 +116,7 @@ def train(args: argparse.Namespace) -> dict:
         loss, per_head = medusa_loss(heads, hidden, batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(heads.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimizer.step()
         step += 1
         if step % args.log_every == 0 or step == 1:
@@ -144,6 +153,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--original-lm-head", action="store_true",
+                        help="one projection for every head: the base model's lm_head, frozen (vLLM's original_lm_head)")
     parser.add_argument("--no-bf16", dest="bf16", action="store_false", help="base forward in float32")
     args = parser.parse_args(argv)
     for name in ("num_heads", "num_layers", "minutes", "steps", "batch_size", "lr", "max_files", "eval_windows"):

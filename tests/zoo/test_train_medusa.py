@@ -13,7 +13,8 @@ from minispec.zoo.configs import PRESETS
 from minispec.zoo.tokenizer import copy_tokenizer
 
 
-def test_train_medusa_tiny(tmp_path, monkeypatch):
+@pytest.mark.parametrize("original_lm_head", [False, True])
+def test_train_medusa_tiny(tmp_path, monkeypatch, original_lm_head):
     monkeypatch.setenv("MINISPEC_CORPUS_DIR", str(tmp_path / "corpus"))
     torch.manual_seed(0)
     base = AutoModelForCausalLM.from_config(PRESETS["tiny"]["target"].llama_config(4096))
@@ -23,12 +24,16 @@ def test_train_medusa_tiny(tmp_path, monkeypatch):
     log = train_medusa.main([
         "--target", str(tmp_path / "base"), "--out", str(out), "--steps", "3", "--max-files", "4",
         "--seq-len", "32", "--batch-size", "2", "--eval-windows", "2", "--log-every", "1", "--num-heads", "3",
-        "--threads", "1",
+        "--threads", "1", *(["--original-lm-head"] if original_lm_head else []),
     ])
     assert log["steps"] == 3 and len(log["history"]) == 3
     assert len(log["heldout"]["top1"]) == 3 and all(a <= b for a, b in zip(log["heldout"]["top1"], log["heldout"]["top5"]))
     config = json.loads((out / "config.json").read_text())
     assert config["medusa_num_heads"] == 3 and config["medusa_num_layers"] == 1
+    assert config.get("original_lm_head", False) is original_lm_head and log["original_lm_head"] is original_lm_head
+    if original_lm_head:  # the projection stayed the base model's lm_head (frozen), stored once
+        heads = train_medusa.load_medusa(out)
+        assert torch.equal(heads.heads[0][-1].weight, base.lm_head.weight.to(torch.bfloat16).float())
     assert (out / "medusa_lm_head.safetensors").is_file()
 
     prompts = [{"prompt_token_ids": [5, 60, 700, 8, 9]}, {"prompt_token_ids": [100, 200]}]

@@ -84,7 +84,9 @@ def check_medusa(folder: Path, target: dict) -> None:
     assert {k for k in config if "num" in k} == {"medusa_num_heads", "medusa_num_layers"}
     n, layers = config["medusa_num_heads"], config["medusa_num_layers"]
     expected = {f"{i}.{j}.linear.{p}" for i in range(n) for j in range(layers) for p in ("weight", "bias")}
-    assert set(tensors) == expected | {f"{i}.{layers}.weight" for i in range(n)}
+    # vLLM's original_lm_head: one projection for every head, read from head 0's key into its lm_head
+    projections = range(1 if config.get("original_lm_head", False) is True else n)
+    assert set(tensors) == expected | {f"{i}.{layers}.weight" for i in projections}
     assert (config["hidden_size"], config["vocab_size"]) == (target["hidden_size"], target["vocab_size"])
     assert tensors[f"0.{layers}.weight"][1] == [target["vocab_size"], target["hidden_size"]]
 
@@ -120,7 +122,8 @@ def test_saved_eagle_has_vllm_layout(tmp_path, tiny_target, version):
     (check_eagle1 if version == 1 else check_eagle3)(tmp_path, tiny_target.config.to_dict())
 
 
-def test_saved_medusa_has_vllm_layout(tmp_path, tiny_target):
+@pytest.mark.parametrize("original_lm_head", [False, True])
+def test_saved_medusa_has_vllm_layout(tmp_path, tiny_target, original_lm_head):
     cfg = tiny_target.config
-    Medusa(MedusaConfig(3, 1, cfg.hidden_size, cfg.vocab_size)).save_pretrained(tmp_path)
+    Medusa(MedusaConfig(3, 1, cfg.hidden_size, cfg.vocab_size, original_lm_head=original_lm_head)).save_pretrained(tmp_path)
     check_medusa(tmp_path, cfg.to_dict())

@@ -14,6 +14,12 @@ Checkpoint (a folder): config.json with `medusa_num_heads`, `medusa_num_layers`,
 `{i}.{j}.linear.weight`, `{i}.{j}.linear.bias` for ResBlock j of head i, and `{i}.{L}.weight` for its
 vocabulary projection (`{i}.1.weight` when L = 1). `save_pretrained` also writes what vLLM's `MedusaConfig`
 reads: `model_type` "medusa", `architectures` ["MedusaModel"] and `medusa_fc_bias` true (the ResBlocks' bias).
+
+`original_lm_head: true` (vLLM's `MedusaConfig` attribute of that name) makes every head share one vocabulary
+projection, a copy of the target's lm_head, stored once as head 0's (`0.{L}.weight`, which vLLM loads as its
+`lm_head`; the other heads' projections are ignored when present, as vLLM ignores them). The heads then
+project their ResBlock outputs in one matmul, so a drafting step reads the projection once instead of once
+per head: with the zoo's four heads that is a quarter of the bytes (docs/zoo.md).
 """
 
 from __future__ import annotations
@@ -37,12 +43,15 @@ class MedusaConfig:
     hidden_size: int
     vocab_size: int
     base_model_name_or_path: str | None = None
+    original_lm_head: bool = False  # one vocabulary projection shared by every head (vLLM's name)
 
     def __post_init__(self) -> None:
         for name in ("medusa_num_heads", "medusa_num_layers", "hidden_size", "vocab_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive int")
+        if not isinstance(self.original_lm_head, bool):
+            raise ValueError(f"original_lm_head={self.original_lm_head!r} must be true or false")
 
     @classmethod
     def from_dict(cls, raw: dict) -> MedusaConfig:
@@ -62,14 +71,17 @@ class ResBlock(nn.Module):
 
 
 class Medusa(nn.Module):
-    """`medusa_num_heads` heads; `forward` returns the hidden state after each head's ResBlocks."""
+    """`medusa_num_heads` heads, each its ResBlocks then a vocabulary projection (one Linear object shared by
+    every head under `original_lm_head`); `forward` returns every head's logits."""
 
     def __init__(self, config: MedusaConfig):
         super().__init__()
         self.config = config
         h, layers = config.hidden_size, config.medusa_num_layers
+        shared = nn.Linear(h, config.vocab_size, bias=False) if config.original_lm_head else None
         self.heads = nn.ModuleList(
-            nn.Sequential(*[ResBlock(h) for _ in range(layers)], nn.Linear(h, config.vocab_size, bias=False))
+            nn.Sequential(*[ResBlock(h) for _ in range(layers)],
+                          shared if shared is not None else nn.Linear(h, config.vocab_size, bias=False))
             for _ in range(config.medusa_num_heads)
         )
 
@@ -80,17 +92,32 @@ class Medusa(nn.Module):
     def forward(self, hidden_states: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
         """hidden_states [N, H] -> logits [num_heads, N, vocab] of the first `num_heads` heads."""
         heads = self.heads[: num_heads or self.num_heads]
-        return torch.stack([head(hidden_states) for head in heads])
+        if not self.config.original_lm_head:
+            return torch.stack([head(hidden_states) for head in heads])
+        blocks = torch.stack([head[:-1](hidden_states) for head in heads])  # [num_heads, N, H]
+        return heads[0][-1](blocks)  # the shared projection, its weight read once for every head
+
+    def _shared_copies(self) -> set[str]:
+        """Checkpoint keys of heads 1.. projections, which under original_lm_head are head 0's."""
+        if not self.config.original_lm_head:
+            return set()
+        layers = self.config.medusa_num_layers
+        return {f"{i}.{layers}.weight" for i in range(1, self.num_heads)}
 
     # ---- Medusa-1 checkpoint format ------------------------------------------------------------------
     def medusa_state_dict(self) -> dict[str, torch.Tensor]:
-        """Keys as in FasterDecoding/Medusa: `{i}.0.linear.weight`, ..., `{i}.{L}.weight`."""
-        return {k.removeprefix("heads."): v.detach().contiguous() for k, v in self.state_dict().items()}
+        """Keys as in FasterDecoding/Medusa: `{i}.0.linear.weight`, ..., `{i}.{L}.weight` (under original_lm_head
+        only head 0's projection, the shared one)."""
+        skip = self._shared_copies()
+        return {key: v.detach().contiguous() for k, v in self.state_dict().items()
+                if (key := k.removeprefix("heads.")) not in skip}
 
     def save_pretrained(self, folder: str | Path, safetensors: bool = True) -> Path:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         raw = {k: v for k, v in asdict(self.config).items() if v is not None}
+        if not raw["original_lm_head"]:
+            del raw["original_lm_head"]  # one projection per head: the FasterDecoding config as it was
         # what vLLM's MedusaConfig needs: its model_type and architecture, and medusa_fc_bias, without which
         # vLLM builds the ResBlocks' Linear with no bias and drops the trained one
         raw.update(model_type="medusa", architectures=["MedusaModel"], medusa_fc_bias=True)
@@ -148,8 +175,11 @@ def load_medusa(
         raise ValueError(f"{folder}: no 2-D '0.{layers}.weight' (vocabulary projection) for medusa_num_layers={layers}")
     raw = {**raw, "medusa_num_heads": num_heads, "vocab_size": proj.shape[0], "hidden_size": proj.shape[1]}
     model = Medusa(MedusaConfig.from_dict(raw))
+    shared = model._shared_copies()  # under original_lm_head, head 0's projection serves every head (as in vLLM)
+    weights = {k: v for k, v in weights.items() if k not in shared}
     try:
         missing, unexpected = model.heads.load_state_dict(weights, strict=False)
+        missing = [k for k in missing if k not in shared]
     except RuntimeError as e:  # tensors of another shape than the config and the projection imply
         raise ValueError(f"{folder}: Medusa weights do not fit the heads: {str(e).splitlines()[-1].strip()}") from e
     if missing or unexpected:

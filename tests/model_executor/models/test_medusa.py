@@ -71,9 +71,41 @@ def test_fresh_heads_start_as_identity_blocks():
     torch.testing.assert_close(heads(x), torch.stack([h[-1](x) for h in heads.heads]))
 
 
+def test_original_lm_head_shares_one_projection(tmp_path):
+    """vLLM's original_lm_head: every head projects with head 0's weight, stored once; the logits equal those
+    of separate heads that each hold a copy of it, and the heads' other projections in a checkpoint are ignored."""
+    torch.manual_seed(0)
+    shared = Medusa(MedusaConfig(3, 2, 16, 40, original_lm_head=True))
+    separate = Medusa(MedusaConfig(3, 2, 16, 40))
+    for p in shared.parameters():
+        nn.init.normal_(p, std=0.3)
+    assert all(head[-1] is shared.heads[0][-1] for head in shared.heads)
+    with torch.no_grad():
+        for a, b in zip(shared.heads, separate.heads):
+            for pa, pb in zip(a.parameters(), b.parameters()):
+                pb.copy_(pa)
+    x = torch.randn(5, 16)
+    torch.testing.assert_close(shared(x), separate(x))
+    torch.testing.assert_close(shared(x, num_heads=2), separate(x)[:2])
+    assert set(shared.medusa_state_dict()) == {f"{i}.{j}.linear.{p}" for i in range(3) for j in range(2)
+                                               for p in ("weight", "bias")} | {"0.2.weight"}
+    shared.save_pretrained(tmp_path / "shared")
+    assert json.loads((tmp_path / "shared" / "config.json").read_text())["original_lm_head"] is True
+    loaded = load_medusa(tmp_path / "shared")
+    assert loaded.config.original_lm_head and loaded.heads[2][-1] is loaded.heads[0][-1]
+    torch.testing.assert_close(loaded(x), shared(x))
+    # a checkpoint that also holds the other heads' projections (vLLM ignores them): head 0's serves every head
+    separate.save_pretrained(tmp_path / "both")
+    config = json.loads((tmp_path / "both" / "config.json").read_text())
+    (tmp_path / "both" / "config.json").write_text(json.dumps({**config, "original_lm_head": True}))
+    torch.testing.assert_close(load_medusa(tmp_path / "both")(x), shared(x))
+
+
 def test_bad_inputs_raise(tmp_path):
     with pytest.raises(ValueError, match="medusa_num_heads"):
         MedusaConfig(0, 1, 8, 10)
+    with pytest.raises(ValueError, match="original_lm_head"):
+        MedusaConfig(2, 1, 8, 10, original_lm_head="yes")
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "config.json").write_text("{}")
     with pytest.raises(ValueError, match="medusa_lm_head"):

@@ -58,6 +58,7 @@ class StepTrace:
     kv_moved: list[tuple[int, int]]  # (source slot, destination slot) of the KV compaction
     expansion: TreeExpansion | None = None  # EAGLE-2: every generated node before pruning
     draft_run_entries: int | None = None  # EAGLE: draft-cache entries beyond the committed ones per proposal
+    num_appended: int | None = None  # tokens the engine appended: fewer than verified when max_tokens cut them
 
     # ---- shape ----------------------------------------------------------------------------------------
     @property
@@ -81,9 +82,15 @@ class StepTrace:
         return self.parents == list(range(-1, self.num_nodes))
 
     @property
-    def emitted(self) -> list[int]:
-        """The tokens this step appended: the accepted drafts, then the final token."""
+    def verified(self) -> list[int]:
+        """The tokens verification produced: the accepted drafts, then the final token."""
         return [self.node_tokens[u - 1] for u in self.accepted] + [self.final_token]
+
+    @property
+    def emitted(self) -> list[int]:
+        """The tokens this step appended to the output: `verified`, cut where the request reached max_tokens
+        (the engine verifies drafts past max_tokens and drops them, as vLLM does)."""
+        return self.verified if self.num_appended is None else self.verified[: self.num_appended]
 
     # ---- the target's view ------------------------------------------------------------------------------
     @property
@@ -181,6 +188,7 @@ def record_steps(llm, prompt_token_ids: list[int], params=None) -> list[StepTrac
             for record in runner.verification_log[num_records:]:
                 run_entries = getattr(drafter, "max_nodes_run", None) if hook is None else None
                 traces.append(_trace(method, len(traces), context, record, pending, run_entries))
+                traces[-1].num_appended = len(request.all_token_ids) - len(context)
             pending = _latest_proposal(hook, drafter, num_calls)
     finally:
         runner.verification_log = None

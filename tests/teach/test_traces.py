@@ -31,6 +31,7 @@ def test_steps_explain_the_output(config, plain_tokens) -> None:
     for s in steps:
         assert s.context == generated[: len(s.context)]  # the step starts where the previous one ended
         assert s.emitted == generated[len(s.context): len(s.context) + len(s.emitted)]
+        assert s.emitted == s.verified[: len(s.emitted)] and len(s.context) + len(s.emitted) <= len(generated)
         node = 0
         for u in s.accepted:
             assert s.node_tokens[u - 1] == s.target_argmax[node]

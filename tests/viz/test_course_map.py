@@ -2,8 +2,8 @@
 link of chapters 0 to 2 (in the package's data and in the notebooks) pointing at a v0.32.0 file that exists,
 or at a named older release for the two files v0.32.0 no longer has.
 
-The path checks need vLLM's source unpacked (MINISPEC_VLLM_SRC, default /work/vllm-src, the folder that holds
-`vllm/`); without it they are skipped."""
+The path checks need vLLM v0.32.0's source: MINISPEC_VLLM_SRC (the folder that holds `vllm/`) when set, else the
+peer venv's (`make peer`) or /work/vllm-src, as tests/test_concordance.py finds it; without one they are skipped."""
 
 import json
 import os
@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
+from minispec.concordance import find_vllm_source  # noqa: E402
 from minispec.viz.course_map import (  # noqa: E402
     CHAPTERS,
     ENGINE_BOXES,
@@ -33,7 +34,8 @@ from minispec.viz.course_map import (  # noqa: E402
     vllm_url,
 )
 
-VLLM_SRC = Path(os.environ.get("MINISPEC_VLLM_SRC", "/work/vllm-src"))
+VLLM_SRC = Path(os.environ["MINISPEC_VLLM_SRC"]) if "MINISPEC_VLLM_SRC" in os.environ else (
+    find_vllm_source() or Path("/work/vllm-src"))
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 OLDER_RELEASES = {
     TREE_ATTN.version: {TREE_ATTN.path},

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 
 from minispec import LLM, SamplingParams
 from minispec.bench.medusa import MEASURED_TREE
-from minispec.bench.roofline import torch_threads
+from minispec.bench.roofline import cpu_description, torch_threads
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.teach.theory import expected_tokens_per_step
 
@@ -43,6 +43,9 @@ EAGLE2 = {"total_tokens": 16, "depth": 6, "top_k": 2}  # EAGLE-2 dynamic tree: 1
 METHODS: dict[str, dict] = {
     "draft_model k=5": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 5},
     "ngram k=4": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
+    # where verification is nearly flat in the token count (a CPU with AMX, a GPU), longer and more frequent
+    # n-gram drafts pay: 8 drafts, and a match of a single token is enough
+    "ngram k=8 min=1": {"method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_max": 4, "prompt_lookup_min": 1},
     "medusa chain k=4": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 4},
     "medusa tree (16)": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE},
     "eagle chain k=4": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
@@ -225,6 +228,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if ap.parse_known_args(argv)[0].quick:  # --quick changes the defaults; options given still win
         ap.set_defaults(**QUICK)
     args = ap.parse_args(argv)
+    print(f"CPU: {cpu_description()}")  # the costs below depend on it: record it with them
     rows = []
     with torch_threads(args.threads):
         for dtype in args.dtypes:

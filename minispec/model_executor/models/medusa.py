@@ -19,7 +19,7 @@ reads: `model_type` "medusa", `architectures` ["MedusaModel"] and `medusa_fc_bia
 projection, a copy of the target's lm_head, stored once as head 0's (`0.{L}.weight`, which vLLM loads as its
 `lm_head`; the other heads' projections are ignored when present, as vLLM ignores them). The heads then
 project their ResBlock outputs in one matmul, so a drafting step reads the projection once instead of once
-per head: with the zoo's four heads that is a quarter of the bytes (docs/zoo.md).
+per head: with the zoo's four heads, a quarter of the projection's bytes (docs/zoo.md).
 """
 
 from __future__ import annotations

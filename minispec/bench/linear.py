@@ -26,10 +26,9 @@ from minispec.model_executor.layers.utils import (
     MIN_PACKED_ROWS,
     MIN_PACKED_WEIGHT_NUMEL,
     dispatch_cpu_unquantized_gemm,
-    onednn_available,
     pack_weight,
-    packable_dtypes,
     packed_linear,
+    require_packable,
     restore_linear,
 )
 
@@ -45,19 +44,11 @@ def _best_seconds(fn, x: torch.Tensor, repeats: int, calls: int) -> float:
     return best
 
 
-def check_dtype(dtype: torch.dtype) -> None:
-    """ValueError unless oneDNN packs `dtype` on this CPU."""
-    if not onednn_available():
-        raise ValueError("this PyTorch build has no oneDNN (torch.backends.mkldnn.is_available() is False)")
-    if dtype not in packable_dtypes():
-        raise ValueError(f"dtype={dtype} is not packed by oneDNN on this CPU; it packs {list(packable_dtypes())}")
-
-
 def time_layers(model: nn.Module, rows: list[int], repeats: int = 5, calls: int = 20,
                 dtype: torch.dtype = torch.float32) -> list[dict]:
     """For each distinct (out, in) shape of the model's linear layers: seconds of F.linear and of the packed
     oneDNN matmul for each number of rows, with weights and inputs in `dtype`."""
-    check_dtype(dtype)
+    require_packable(dtype)
     shapes = sorted({tuple(m.weight.shape) for m in model.modules() if type(m) is nn.Linear})
     results = []
     with torch.inference_mode():
@@ -123,7 +114,6 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     args = ap.parse_args(argv)
     dtype = getattr(torch, args.dtype)
-    check_dtype(dtype)
     with torch_threads(args.threads):
         layers = time_layers(get_model(args.model, "float32"), args.rows, args.repeats, dtype=dtype)
         forward = time_forward(args.model, args.tokens, args.context_len, args.repeats, args.dtype)

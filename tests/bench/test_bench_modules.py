@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import minispec.bench
+from minispec.model_executor.layers.utils import onednn_available, packable_dtypes
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(minispec.bench.__path__))
 
@@ -63,7 +64,7 @@ def _gpu_all(tmp_path):
 def _linear(tmp_path):
     from minispec.bench import linear
 
-    if not linear.onednn_available():
+    if not onednn_available():
         pytest.skip("no oneDNN in this PyTorch build")
     out = linear.main(["--model", "zoo:draft", "--rows", "1", "2", "--tokens", "1", "2", "--context-len", "8",
                        "--repeats", "1"])
@@ -165,7 +166,7 @@ def test_linear_in_bfloat16_or_a_clear_refusal():
 
     argv = ["--model", "zoo:draft", "--rows", "1", "--tokens", "1", "2", "--context-len", "8", "--repeats", "1",
             "--dtype", "bfloat16"]
-    if torch.bfloat16 not in linear.packable_dtypes():
+    if torch.bfloat16 not in packable_dtypes():
         with pytest.raises(ValueError, match="bfloat16"):
             linear.main(argv)
         return

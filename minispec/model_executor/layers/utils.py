@@ -60,6 +60,14 @@ def packable_dtypes() -> tuple[torch.dtype, ...]:
     return (torch.float32, torch.bfloat16) if torch.ops.mkldnn._is_mkldnn_bf16_supported() else (torch.float32,)
 
 
+def require_packable(dtype: torch.dtype) -> None:
+    """ValueError, saying why, unless oneDNN packs `dtype` on this CPU (for benchmarks that need the pack)."""
+    if not onednn_available():
+        raise ValueError("this PyTorch build has no oneDNN (torch.backends.mkldnn.is_available() is False)")
+    if dtype not in packable_dtypes():
+        raise ValueError(f"dtype={dtype} is not packed by oneDNN on this CPU; it packs {list(packable_dtypes())}")
+
+
 def pack_weight(weight: torch.Tensor) -> torch.Tensor:
     """weight [out, in] reordered into oneDNN's blocked layout (vLLM: `create_onednn_mm`). RuntimeError where
     oneDNN cannot pack it (a bfloat16 weight on a CPU outside `packable_dtypes`)."""

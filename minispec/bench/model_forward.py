@@ -5,7 +5,9 @@ one" (vLLM's `benchmarks/` time whole engine runs instead). It drives minispec's
 timing includes building the flattened batch, as a real engine step does.
 
 `profile_forward` adds what chapter 1 compares the times with: the bytes of weights one forward reads and
-the KV cache per token, so the memory floor weight_bytes / bandwidth can be drawn under the measurement.
+the KV cache per token, so the memory floor weight_bytes / bandwidth can be drawn under the measurement, and
+the one-token forward timed again with every matmul replaced by a free stand-in
+(`measure_without_matmuls`), which splits the step into its matmuls and everything else.
 `load_forward_times` reads back the curves `minispec.bench.gpu_all` records on GPUs (docs/data/).
 """
 
@@ -13,10 +15,12 @@ from __future__ import annotations
 
 import csv
 import time
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from minispec.core.request import Request
@@ -78,6 +82,7 @@ class ForwardProfile:
     kv_bytes_per_token: int  # K and V of every layer
     context_len: int
     torch_calls: int  # PyTorch functions and tensor methods called from Python in one 1-token forward
+    no_matmul_seconds: float | None = None  # the 1-token forward with every matmul a free stand-in
 
     def floor_seconds(self, bandwidth: float) -> float:
         """Time to read the weights and the context's KV cache once at `bandwidth` bytes/s."""
@@ -99,6 +104,7 @@ def profile_forward(
     engine = LLMEngine(model, device=device, max_num_seqs=1, dtype="float32")
     times = measure_forward_time(model, num_new_tokens, context_len, repeats, device, engine=engine)
     torch_calls = count_torch_calls(engine, context_len)
+    no_matmul = measure_without_matmuls(engine, context_len, repeats)
     params = {id(p): p for p in engine.model.parameters()}.values()  # tied weights once
     cfg = engine.model.config
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
@@ -111,7 +117,35 @@ def profile_forward(
         kv_bytes_per_token=kv_per_token,
         context_len=context_len,
         torch_calls=torch_calls,
+        no_matmul_seconds=no_matmul,
     )
+
+
+def measure_without_matmuls(engine: LLMEngine, context_len: int = 64, repeats: int = 5) -> float:
+    """Best-of-repeats seconds of a one-token forward (logits included) whose linear layers hand back a ready
+    zero tensor of the right shape instead of multiplying: what the forward costs besides its matmuls
+    (attention, norms, RoPE, activations and eager PyTorch's cost per operation). The layers are restored."""
+    linears = [m for m in engine.model.modules() if isinstance(m, nn.Linear)]
+    saved = [m.__dict__.get("forward") for m in linears]  # the CPU dispatch binds its own forward
+    outputs: dict[tuple, torch.Tensor] = {}
+
+    def free(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        key = (tuple(x.shape[:-1]), layer.out_features, x.dtype, x.device)
+        if key not in outputs:
+            outputs[key] = x.new_zeros(*x.shape[:-1], layer.out_features)
+        return outputs[key]
+
+    try:
+        for layer in linears:
+            layer.forward = types.MethodType(free, layer)
+        times = measure_forward_time(num_new_tokens=[1], context_len=context_len, repeats=repeats, engine=engine)
+    finally:
+        for layer, forward in zip(linears, saved):
+            if forward is None:
+                del layer.forward
+            else:
+                layer.forward = forward
+    return times[1]
 
 
 class _CallCounter(TorchFunctionMode):

@@ -309,12 +309,14 @@ def plot_forward_times(
     floor_s: float | None = None,
     floor_label: str = "weight bytes / read bandwidth",
     others: Mapping[str, Mapping[int, float]] | None = None,
+    no_matmul_s: float | None = None,
 ) -> Figure:
     """A real model's forward time for M new tokens: absolute (ms) and relative to one token.
 
-    floor_s draws the memory floor (the time to read the weights once) on the absolute panel; the gap up to
-    the measured time is what the forward spends on anything else (per-operation overhead, activations,
-    attention). `others` adds relative curves measured elsewhere, e.g. on GPUs (docs/data/).
+    floor_s draws the memory floor (the time to read the weights once) on the absolute panel, and
+    no_matmul_s the one-token forward with every matmul a free stand-in (`measure_without_matmuls`): below that
+    line is what the forward spends besides its matmuls, above it the matmuls. `others` adds relative curves
+    measured elsewhere, e.g. on GPUs (docs/data/).
     """
     ms, secs = _sorted(times)
     fig = Figure(figsize=(12.5, 4.4), layout="constrained")
@@ -335,8 +337,11 @@ def plot_forward_times(
             secs * 1e3,
             color="grey",
             alpha=0.15,
-            label="above the floor: overhead, activations, attention",
+            label="above the floor",
         )
+    if no_matmul_s is not None:
+        ax_abs.axhline(no_matmul_s * 1e3, color=_COLOURS[2], ls=":",
+                       label=f"one token, every matmul a free stand-in = {no_matmul_s * 1e3:.2f} ms")
     _log2_axis(ax_abs, ms)
     ax_abs.set_ylim(0, max(secs.max(), floor_s or 0) * 1e3 * 1.35)
     ax_abs.set_xlabel("new tokens in one forward, M (log scale)")
@@ -623,10 +628,13 @@ def describe_forward(
     torch_calls: int | None = None,
     kv_bytes: float = 0.0,
     label: str = "zoo target",
+    no_matmul_seconds: float | None = None,
 ) -> str:
     """Markdown placing a model's one-token forward among the three regimes: memory-bound (close to the
     weight-reading floor), compute-bound (time grows with M), or overhead-bound (far above the floor and
-    nearly flat in M: the per-operation cost of eager PyTorch dominates)."""
+    nearly flat in M: the per-operation cost of eager PyTorch dominates). Far above the floor, the forward
+    without its matmuls (`no_matmul_seconds`, when measured) tells the two apart: if the matmuls are most of
+    the step, they read the weights slower than a plain read does, and the step is still bound by the weights."""
     ms, secs = _sorted(times)
     floor = (weight_bytes + kv_bytes) / read_bandwidth
     t1 = secs[0]
@@ -637,24 +645,37 @@ def describe_forward(
         + f" per forward. At the {read_bandwidth / 1e9:.1f} GB/s measured for a buffer of that size that takes "
         f"{floor * 1e3:.2f} ms: {share:.0%} of the measured one-token forward ({t1 * 1e3:.2f} ms)."
     )
-    if share < 0.5:
+    if share >= 0.5:
+        text += " The forward is close to the memory floor: **memory-bound**, as a large model's decode step is."
+    elif no_matmul_seconds is not None and t1 - no_matmul_seconds >= 0.5 * t1:
+        matmuls = t1 - no_matmul_seconds
         text += (
-            f" The other {(t1 - floor) * 1e3:.2f} ms is neither memory traffic nor arithmetic: it is overhead, "
-            "so this small model is **overhead-bound**, a third regime beside memory- and compute-bound."
+            f" Timed again with every matmul replaced by a free stand-in, the one-token forward takes "
+            f"{no_matmul_seconds * 1e3:.2f} ms, so its matmuls take {matmuls * 1e3:.2f} ms ({matmuls / t1:.0%}). They "
+            f"read the weights at {weight_bytes / matmuls / 1e9:.1f} GB/s, well below the {read_bandwidth / 1e9:.1f} "
+            "GB/s of one plain read of that many bytes. So the step is still **bound by reading the weights**, the "
+            "regime of a large model's decode step, only at a lower bandwidth than the benchmark's; attention, "
+            f"norms, activations and eager PyTorch's cost per operation are the other {no_matmul_seconds * 1e3:.2f} ms."
         )
+    else:
+        rest = t1 - floor if no_matmul_seconds is None else no_matmul_seconds  # what is not reading the weights
+        if no_matmul_seconds is not None:
+            text += (
+                f" Timed again with every matmul replaced by a free stand-in, the one-token forward still takes "
+                f"{rest * 1e3:.2f} ms ({rest / t1:.0%}):"
+            )
+        else:
+            text += f" The other {rest * 1e3:.2f} ms is neither memory traffic nor arithmetic:"
+        text += " it is overhead, so this small model is **overhead-bound**, a third regime beside memory- and compute-bound."
         if torch_calls:
             text += (
                 f" One forward makes {torch_calls} PyTorch calls from Python, about "
-                f"{(t1 - floor) / torch_calls * 1e6:.0f} us each of what is left."
+                f"{rest / torch_calls * 1e6:.0f} us each of what is left."
             )
-    else:
-        text += (
-            " The forward is close to the memory floor: **memory-bound**, as a large model's decode step is."
-        )
     last, ratio = ms[-1], secs[-1] / t1
     text += f" With {last:g} new tokens the forward takes {ratio:.2f}x the one-token time"
     text += (
-        ": the extra tokens ride on the fixed cost."
+        ": the extra tokens ride on what one token costs."
         if ratio < 0.25 * last
         else ", close to proportional to M."
     )

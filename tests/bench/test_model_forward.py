@@ -2,6 +2,7 @@
 the memory floor, the PyTorch call count, and reading back GPU curves from docs/data-like folders."""
 
 import pytest
+import torch
 
 from minispec.bench.model_forward import load_forward_times, measure_forward_time, profile_forward
 from tests.hf_models import make_model_dir
@@ -22,6 +23,7 @@ def test_profile_forward_sizes(model):
     assert sorted(profile.times) == [1, 2]
     assert profile.weight_bytes == 4 * profile.num_params  # float32, tied weights counted once
     assert profile.kv_bytes_per_token > 0 and profile.torch_calls > 10
+    assert 0 < profile.no_matmul_seconds < 5  # the forward with free matmuls, timed
     floor = profile.floor_seconds(1e9)
     assert floor == pytest.approx((profile.weight_bytes + 8 * profile.kv_bytes_per_token) / 1e9)
     with pytest.raises(ValueError, match="bandwidth"):
@@ -34,3 +36,21 @@ def test_load_forward_times(tmp_path):
     (tmp_path / "forward_time_h100.csv").write_text("num_new_tokens,seconds\n2,0.0011\n1,0.001\n")
     (tmp_path / "forward_time_bad.csv").write_text("a,b\n1,2\n")  # another layout is skipped
     assert load_forward_times(tmp_path) == {"h100": {1: 0.001, 2: 0.0011}}
+
+
+def test_measure_without_matmuls_restores_the_layers():
+    """The stand-ins replace every linear layer's forward during the timing only: the engine's own forward
+    (the CPU dispatch's packed matmul, bound per layer) is back afterwards and computes the same logits."""
+    from torch import nn
+
+    from minispec.bench.model_forward import measure_without_matmuls
+    from minispec.engine.llm_engine import LLMEngine
+
+    engine = LLMEngine("zoo:draft", device="cpu", max_num_seqs=1, dtype="float32")
+    linears = [m for m in engine.model.modules() if isinstance(m, nn.Linear)]
+    before = [m.__dict__.get("forward") for m in linears]
+    x = torch.randn(3, engine.model.config.hidden_size)
+    logits = engine.model.compute_logits(x)
+    assert measure_without_matmuls(engine, context_len=8, repeats=1) > 0
+    assert [m.__dict__.get("forward") for m in linears] == before
+    torch.testing.assert_close(engine.model.compute_logits(x), logits)

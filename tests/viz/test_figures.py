@@ -140,6 +140,8 @@ def test_plot_forward_times_with_floor_and_gpu_curves():
     _render(fig)
     with pytest.raises(ValueError, match="floor_s"):
         plot_forward_times(TIMES, floor_s=0.0)
+    fig = plot_forward_times(TIMES, floor_s=1e-3, no_matmul_s=5e-4)
+    assert any("free stand-in" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
 
 
 def test_describe_forward_names_the_regime():
@@ -147,6 +149,16 @@ def test_describe_forward_names_the_regime():
     assert "2.10 ms" in overhead and "35%" in overhead and "overhead-bound" in overhead and "470" in overhead
     memory = describe_forward({1: 2.2e-3, 8: 2.4e-3}, 44e6, 21e9)
     assert "memory-bound" in memory and "overhead-bound" not in memory
+
+
+def test_describe_forward_tells_slow_weight_reads_from_overhead():
+    """Far above the floor, the forward without its matmuls decides: a small part of it -> the matmuls read
+    the weights slowly (still bound by the weights); most of it -> overhead."""
+    weights = describe_forward({1: 8e-3, 32: 14e-3}, 44e6, 27e9, torch_calls=600, no_matmul_seconds=2e-3)
+    assert "matmuls take 6.00 ms (75%)" in weights and "7.3 GB/s" in weights
+    assert "bound by reading the weights" in weights and "overhead-bound" not in weights
+    overhead = describe_forward({1: 8e-3, 32: 9e-3}, 44e6, 27e9, torch_calls=600, no_matmul_seconds=6e-3)
+    assert "still takes 6.00 ms (75%)" in overhead and "overhead-bound" in overhead and "10 us each" in overhead
 
 
 def test_plot_decode_prediction_with_measured_overlay():

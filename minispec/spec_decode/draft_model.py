@@ -275,13 +275,3 @@ def sample_draft_token_ids(
     probs = apply_top_k_top_p(logits / temperature[:, None], md.top_k, md.top_p).softmax(dim=-1)  # [B, V]
     sampled = random_sample(probs, md.generators)  # [B]
     return torch.where(is_greedy, greedy_ids, sampled), probs, is_greedy.tolist()
-
-
-def sample_draft_tokens(
-    logits: torch.Tensor, md: SamplingMetadata, draft_sample_method: str = "probabilistic"
-) -> tuple[list[int], list[torch.Tensor | None]]:
-    """`sample_draft_token_ids` as lists: token ids, and per row its probabilities (None for an argmax)."""
-    ids, probs, is_greedy = sample_draft_token_ids(logits, md, draft_sample_method)
-    if probs is None:
-        return ids.tolist(), [None] * logits.shape[0]
-    return ids.tolist(), [None if g else p for g, p in zip(is_greedy, probs)]

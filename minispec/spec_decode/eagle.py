@@ -17,7 +17,8 @@ x_{p+2}. Each propose call:
 2. drafting, one batched forward per depth for every request at once: a node at depth d reads (its token,
    its parent's output state) at position c - 1 + d and writes the next free draft slot; it attends to the
    committed entries and to its ancestors (a tree mask built with tensor ops), never to its siblings.
-   - chain (`num_speculative_tokens` = k): one node per depth; by default (`draft_sample_method="greedy"`, as
+   - chain (`num_speculative_tokens` = k): one node per depth, the draft model's one-token steps
+     (`DecodeSteps`) over the draft's cache; by default (`draft_sample_method="greedy"`, as
      vLLM v0.32.0) every request drafts the draft's argmax, a one-hot proposal the rejection sampler verifies
      losslessly; with "probabilistic" random requests sample from the draft's processed distribution and keep
      the probabilities for the rejection sampler;
@@ -39,7 +40,7 @@ from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.draft_model import sample_draft_tokens
+from minispec.spec_decode.draft_model import DecodeSteps, sample_draft_token_ids
 from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
 from minispec.spec_decode.tree import SpecTree, check_tree_ranks
 
@@ -315,32 +316,37 @@ class EagleProposer(TreeDrafting):
 
     # ---- chain --------------------------------------------------------------------------------------
     def _draft_chain(self, batch: DraftBatch, histories, md: SamplingMetadata) -> list[DraftTree]:
+        """k drafts per request. The forward at depth d = 1 .. k - 1 feeds the d-th draft at position c - 1 + d,
+        writes entry c - 1 + d and sees every entry before it: the draft model's one-token steps, with the
+        committed entries c as the sequence lengths (`DecodeSteps`: positions, slots and masks built once per
+        call), as vLLM runs both drafters through one loop."""
         num_reqs, dev = len(batch.states), self.device
         tokens = torch.zeros(num_reqs, self.k, dtype=torch.long, device=dev)  # [B, k] target ids
         scores = torch.zeros(num_reqs, self.k, device=dev)  # [B, k] cumulative draft log-probability
-        probs: list[list[torch.Tensor | None]] = []
-        ancestors = torch.zeros(num_reqs, 1, max(self.k - 1, 1), dtype=torch.bool, device=dev)  # [B, 1, R]
+        probs: list[torch.Tensor | None] = []  # per depth: [B, draft vocab] for sampled rows, or None
+        sampled_rows = [False] * num_reqs
         out, feed = batch.root_out, batch.root_feed  # [B, H]
+        committed = batch.committed.tolist()
+        steps = None if self.k == 1 else DecodeSteps.build(
+            batch.block_table, committed, [self.k] * num_reqs, self.block_size
+        )
         for step in range(self.k):
             logits = self.draft.compute_logits(out).float()  # [B, draft vocab]
-            ids, p = sample_draft_tokens(logits, md)
-            ids_t = torch.tensor(ids, device=dev)
-            logp = logits.log_softmax(dim=-1).gather(1, ids_t[:, None])[:, 0]  # [B]
-            tokens[:, step] = self.draft.draft_to_target(ids_t)
+            ids, p, is_greedy = sample_draft_token_ids(logits, md)  # [B]
+            logp = logits.log_softmax(dim=-1).gather(1, ids[:, None])[:, 0]  # [B]
+            tokens[:, step] = self.draft.draft_to_target(ids)
             scores[:, step] = logp if step == 0 else scores[:, step - 1] + logp
             probs.append(p)
+            sampled_rows = [s or not g for s, g in zip(sampled_rows, is_greedy)]
             if step == self.k - 1:
                 break
-            ancestors[:, 0, step] = True  # the chain's run slots 0..step are all ancestors of this query
-            out3, feed3 = self._run_depth(batch, tokens[:, step : step + 1], feed[:, None], step + 1, step,
-                                          ancestors[:, :, : step + 1])
-            out, feed = out3[:, 0], feed3[:, 0]
+            meta = steps.metadata(step + 1, None, max(committed) + step + 1)
+            out, feed = self.draft(tokens[:, step], steps.positions[:, step], feed, self.kv_caches, meta)
         trees = []
         tokens_l, scores_l = tokens.tolist(), scores.tolist()
         for b, (state, history) in enumerate(zip(batch.states, histories)):
-            rows = [p[b] for p in probs if p[b] is not None]
-            if rows:
-                stacked = torch.stack(rows)  # [k, draft vocab]
+            if sampled_rows[b]:
+                stacked = torch.stack([p[b] for p in probs])  # [k, draft vocab]
                 if hasattr(self.draft, "target_probs"):
                     stacked = self.draft.target_probs(stacked)
                 self.draft_probs[state.request_id] = stacked  # [k, V]

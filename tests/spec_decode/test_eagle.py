@@ -116,3 +116,22 @@ def test_dynamic_tree_config_validates():
         DynamicTreeConfig(total_tokens=8, depth=2, top_k=0)
     with pytest.raises(ValueError, match="total_tokens=30"):
         DynamicTreeConfig(total_tokens=30, depth=1, top_k=2)
+
+
+@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+@pytest.mark.parametrize("k", [1, 4])
+def test_a_batched_chain_drafts_what_each_request_drafts_alone(drafts, name, k):
+    """Requests of different lengths draft in one batch (one forward per depth) exactly as one at a time."""
+    draft = drafts[name]
+    gen = torch.Generator().manual_seed(2)
+    lengths = [9, 23, 14]
+    histories = [torch.randint(3, 96, (n,), generator=gen).tolist() for n in lengths]
+    features = [torch.randn(n - 1, feature_dim(draft), generator=gen) for n in lengths]
+    alone = [run(proposer(draft, k=k), f"r{i}", h, f) for i, (h, f) in enumerate(zip(histories, features))]
+    batched = proposer(draft, k=k)
+    for i, f in enumerate(features):
+        batched.add_target_features(f"r{i}", f)
+    reqs = [request(f"r{i}", h[:-1]) for i, h in enumerate(histories)]
+    got = batched.propose(reqs, [[h[-1]] for h in histories], GREEDY)
+    assert got == alone
+    assert all(len(d) == k for d in got)

@@ -310,13 +310,16 @@ def plot_forward_times(
     floor_label: str = "weight bytes / read bandwidth",
     others: Mapping[str, Mapping[int, float]] | None = None,
     no_matmul_s: float | None = None,
+    matmul_s: float | None = None,
 ) -> Figure:
     """A real model's forward time for M new tokens: absolute (ms) and relative to one token.
 
     floor_s draws the memory floor (the time to read the weights once) on the absolute panel, and
     no_matmul_s the one-token forward with every matmul a free stand-in (`measure_without_matmuls`): below that
-    line is what the forward spends besides its matmuls, above it the matmuls. `others` adds relative curves
-    measured elsewhere, e.g. on GPUs (docs/data/).
+    line is what the forward spends besides its matmuls, above it the matmuls. matmul_s, the matmuls alone
+    (`measure_matmuls_only`), adds a line at the sum of the two parts: what the one-token point lies above it
+    is what they cost together and not apart. `others` adds relative curves measured elsewhere, e.g. on GPUs
+    (docs/data/).
     """
     ms, secs = _sorted(times)
     fig = Figure(figsize=(12.5, 4.4), layout="constrained")
@@ -342,6 +345,10 @@ def plot_forward_times(
     if no_matmul_s is not None:
         ax_abs.axhline(no_matmul_s * 1e3, color=_COLOURS[2], ls=":",
                        label=f"one token, every matmul a free stand-in = {no_matmul_s * 1e3:.2f} ms")
+        if matmul_s is not None:
+            both = (no_matmul_s + matmul_s) * 1e3
+            ax_abs.axhline(both, color=_COLOURS[3], ls="-.",
+                           label=f"+ its matmuls alone, back to back = {both:.2f} ms")
     _log2_axis(ax_abs, ms)
     ax_abs.set_ylim(0, max(secs.max(), floor_s or 0) * 1e3 * 1.35)
     ax_abs.set_xlabel("new tokens in one forward, M (log scale)")
@@ -629,12 +636,14 @@ def describe_forward(
     kv_bytes: float = 0.0,
     label: str = "zoo target",
     no_matmul_seconds: float | None = None,
+    matmul_seconds: float | None = None,
 ) -> str:
     """Markdown placing a model's one-token forward among the three regimes: memory-bound (close to the
     weight-reading floor), compute-bound (time grows with M), or overhead-bound (far above the floor and
     nearly flat in M: the per-operation cost of eager PyTorch dominates). Far above the floor, the forward
     without its matmuls (`no_matmul_seconds`, when measured) tells the two apart: if the matmuls are most of
-    the step, they read the weights slower than a plain read does, and the step is still bound by the weights."""
+    the step, the step is still bound by the weights. The matmuls alone (`matmul_seconds`) then split that
+    share into reading the weights and what the reads cost the operations between them (`op_after_read`)."""
     ms, secs = _sorted(times)
     floor = (weight_bytes + kv_bytes) / read_bandwidth
     t1 = secs[0]
@@ -647,6 +656,25 @@ def describe_forward(
     )
     if share >= 0.5:
         text += " The forward is close to the memory floor: **memory-bound**, as a large model's decode step is."
+    elif no_matmul_seconds is not None and matmul_seconds is not None and t1 - no_matmul_seconds >= 0.5 * t1:
+        together = t1 - no_matmul_seconds - matmul_seconds  # what the parts cost together beyond their sum
+        text += (
+            f" Timed again with every matmul replaced by a free stand-in, the one-token forward takes "
+            f"{no_matmul_seconds * 1e3:.2f} ms; its matmuls alone, called back to back on the same inputs, take "
+            f"{matmul_seconds * 1e3:.2f} ms, reading the weights at {weight_bytes / matmul_seconds / 1e9:.1f} GB/s "
+            f"(a plain read: {read_bandwidth / 1e9:.1f} GB/s)."
+        )
+        if together >= 0.1 * t1:
+            text += (
+                f" The two parts add up to {(t1 - together) * 1e3:.2f} ms, yet the forward takes {together * 1e3:.2f} "
+                f"ms more ({together / t1:.0%} of it). Each matmul streams more weights through the core's cache "
+                "than it holds, and the small operations after it find their own code and data evicted and run "
+                "several times slower (`op_after_read` times one after reads of growing size)."
+            )
+        text += (
+            " So the step is **bound by reading the weights**, the regime of a large model's decode step: the reads "
+            "take their own time and slow down what runs between them."
+        )
     elif no_matmul_seconds is not None and t1 - no_matmul_seconds >= 0.5 * t1:
         matmuls = t1 - no_matmul_seconds
         text += (

@@ -89,6 +89,8 @@ def _model_forward(tmp_path):
     out = model_forward.main(["--model", "zoo:draft", "--tokens", "1", "2", "--context-len", "8", "--repeats", "1",
                               "--modes", "eager"])  # tests/compilation covers the compiled engine
     assert set(out["eager"]) == {1, 2}
+    parts = model_forward.main(["--model", "zoo:draft", "--context-len", "8", "--repeats", "1", "--decompose"])
+    assert parts["decomposition"]["float32 forward"] > 0 and "float32 interference" in parts["decomposition"]
 
 
 def _projection(tmp_path):

@@ -4,7 +4,12 @@ the memory floor, the PyTorch call count, and reading back GPU curves from docs/
 import pytest
 import torch
 
-from minispec.bench.model_forward import load_forward_times, measure_forward_time, profile_forward
+from minispec.bench.model_forward import (
+    load_forward_times,
+    measure_forward_time,
+    op_after_read,
+    profile_forward,
+)
 from tests.hf_models import make_model_dir
 
 
@@ -24,6 +29,7 @@ def test_profile_forward_sizes(model):
     assert profile.weight_bytes == 4 * profile.num_params  # float32, tied weights counted once
     assert profile.kv_bytes_per_token > 0 and profile.torch_calls > 10
     assert 0 < profile.no_matmul_seconds < 5  # the forward with free matmuls, timed
+    assert 0 < profile.matmul_seconds < 5  # and its matmuls alone
     floor = profile.floor_seconds(1e9)
     assert floor == pytest.approx((profile.weight_bytes + 8 * profile.kv_bytes_per_token) / 1e9)
     with pytest.raises(ValueError, match="bandwidth"):
@@ -54,3 +60,28 @@ def test_measure_without_matmuls_restores_the_layers():
     assert measure_without_matmuls(engine, context_len=8, repeats=1) > 0
     assert [m.__dict__.get("forward") for m in linears] == before
     torch.testing.assert_close(engine.model.compute_logits(x), logits)
+
+
+def test_measure_matmuls_only_replays_one_forwards_matmuls(monkeypatch):
+    """Every linear layer is called once per forward, on the one-token input it had in the forward."""
+    from torch import nn
+
+    from minispec.bench.model_forward import measure_matmuls_only
+    from minispec.engine.llm_engine import LLMEngine
+
+    engine = LLMEngine("zoo:draft", device="cpu", max_num_seqs=1, dtype="float32")
+    linears = [m for m in engine.model.modules() if isinstance(m, nn.Linear)]
+    rows: list[int] = []
+    for layer in linears:
+        forward = layer.forward
+        monkeypatch.setattr(layer, "forward", lambda x, f=forward: rows.append(x.shape[0]) or f(x), raising=False)
+    assert measure_matmuls_only(engine, context_len=8, repeats=2) > 0
+    # the context's forward (8 rows), the recorded one-token forward, then 3 rounds (a warm-up and 2 repeats)
+    n = len(linears)
+    assert len(rows) == 5 * n and set(rows[:n]) == {8} and set(rows[n:]) == {1}
+    assert not any(layer._forward_hooks for layer in linears)
+
+
+def test_op_after_read():
+    times = op_after_read([0, 0.5], repeats=5)
+    assert list(times) == [0, 0.5] and all(0 < t < 1 for t in times.values())

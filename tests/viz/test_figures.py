@@ -142,6 +142,9 @@ def test_plot_forward_times_with_floor_and_gpu_curves():
         plot_forward_times(TIMES, floor_s=0.0)
     fig = plot_forward_times(TIMES, floor_s=1e-3, no_matmul_s=5e-4)
     assert any("free stand-in" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    fig = plot_forward_times(TIMES, floor_s=1e-3, no_matmul_s=5e-4, matmul_s=2.5e-4)
+    sums = [line for line in fig.axes[0].lines if line.get_linestyle() == "-."]
+    assert sums and sums[0].get_ydata()[0] == pytest.approx(0.75)  # the two parts, in ms
 
 
 def test_describe_forward_names_the_regime():
@@ -159,6 +162,17 @@ def test_describe_forward_tells_slow_weight_reads_from_overhead():
     assert "bound by reading the weights" in weights and "overhead-bound" not in weights
     overhead = describe_forward({1: 8e-3, 32: 9e-3}, 44e6, 27e9, torch_calls=600, no_matmul_seconds=6e-3)
     assert "still takes 6.00 ms (75%)" in overhead and "overhead-bound" in overhead and "10 us each" in overhead
+
+
+def test_describe_forward_splits_the_weight_reads_from_what_they_slow_down():
+    """With the matmuls timed alone too: their own read bandwidth, and the interference (forward - parts) named
+    when it is a sizable share of the step, left out when it is not."""
+    split = describe_forward({1: 8e-3, 32: 14e-3}, 44e6, 27e9, no_matmul_seconds=2e-3, matmul_seconds=4e-3)
+    assert "take 4.00 ms, reading the weights at 11.0 GB/s" in split
+    assert "add up to 6.00 ms, yet the forward takes 2.00 ms more (25% of it)" in split
+    assert "bound by reading the weights" in split and "overhead-bound" not in split
+    additive = describe_forward({1: 8e-3, 32: 14e-3}, 44e6, 27e9, no_matmul_seconds=2e-3, matmul_seconds=5.8e-3)
+    assert "bound by reading the weights" in additive and "add up to" not in additive
 
 
 def test_plot_decode_prediction_with_measured_overlay():

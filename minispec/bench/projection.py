@@ -15,8 +15,9 @@ For a batch of B requests, each verifying n drafts (nodes) and emitting E tokens
 At batch 1 the verification costs about one plain step (memory-bound); as B (1 + n) passes the ridge point
 the verification turns compute-bound and grows with every node, so big trees stop paying first. `depth`
 truncates every method to its first `depth` draft positions (E and n from the measured per-depth counts).
-Drafters are sized for the target (`drafter_costs`): a 1B draft model, Medusa heads, one EAGLE layer reading
-the target's lm_head, an EAGLE-3 layer with its own 32k vocabulary; n-gram lookup costs no GPU time.
+Drafters are sized for the target (`drafter_costs`): a 1B draft model, Medusa heads sharing one lm_head (read
+once a step, as the zoo's heads do), one EAGLE layer reading the target's lm_head, an EAGLE-3 layer with its own
+32k vocabulary; n-gram lookup costs no GPU time.
 Every assumption is printed by `Assumptions.lines`. GPU measurements, when `docs/data/taxonomy_<gpu>.csv`
 exists (written by `python -m minispec.bench.taxonomy --device cuda --out ...`), replace the projection
 for that accelerator (`load_measured`); none exist today.
@@ -102,6 +103,7 @@ class DraftCost:
     kind: str  # "none" (CPU lookup), "heads" (one forward reads `depth` heads), "per_depth" (one forward a depth)
     tokens_per_request: int = 1  # tokens per request in one draft forward (EAGLE-2: top_k)
     note: str = ""
+    shared_params: float = 0.0  # "heads": read once for every head (Medusa's shared lm_head), used by each
 
 
 def drafter_costs(target: TargetModel = LLAMA_31_8B, draft: ModelShape = MODEL_SHAPES["Llama-3.2-1B"],
@@ -117,8 +119,10 @@ def drafter_costs(target: TargetModel = LLAMA_31_8B, draft: ModelShape = MODEL_S
         "ngram": DraftCost(0.0, 0.0, "none", note="prompt lookup on the CPU, no GPU time"),
         "draft_model": DraftCost(draft.num_params, draft.kv_bytes_per_token(), "per_depth",
                                  note=f"{draft.name} as the draft model"),
-        "medusa chain": DraftCost(h * h + h + h * v, 0.0, "heads", note="a ResBlock and an lm_head per head"),
-        "medusa tree": DraftCost(h * h + h + h * v, 0.0, "heads", note="the same heads, top-k of each"),
+        "medusa chain": DraftCost(h * h + h, 0.0, "heads", shared_params=h * v,
+                                  note="a ResBlock per head, one lm_head shared by the heads (original_lm_head, as "
+                                       "the zoo's) and read once for all of them"),
+        "medusa tree": DraftCost(h * h + h, 0.0, "heads", shared_params=h * v, note="the same heads, top-k of each"),
         "eagle chain": DraftCost(eagle, one_layer_kv, "per_depth", note="one layer + fc + the target's lm_head"),
         "eagle2 tree": DraftCost(eagle, one_layer_kv, "per_depth", top_k,
                                  note=f"the same, top_k = {top_k} nodes a request per forward"),
@@ -149,7 +153,8 @@ class Assumptions:
             "differently, so read the curves as shapes, not promises",
             "attention FLOPs, sampling and the rejection sampler are left out; tree verification reads the "
             "same KV as a chain",
-            *[f"drafter {name}: {d.params / 1e6:,.0f}M parameters a forward, {d.note}"
+            *[f"drafter {name}: {d.params / 1e6:,.0f}M parameters a "
+              + (f"head + {d.shared_params / 1e6:,.0f}M shared, " if d.shared_params else "forward, ") + d.note
               for name, d in self.drafters.items()],
         ]
 
@@ -183,8 +188,10 @@ def projected_speedup(acceptance: MethodAcceptance, batch_sizes=BATCH_SIZES, ass
         verify = _seconds(acc, a, s.num_params, b * (1 + n), target_kv, b)
         if d.kind == "none" or used == 0:
             draft = 0.0
-        elif d.kind == "heads":
-            draft = _seconds(acc, a, d.params * used, b, 0.0, b)
+        elif d.kind == "heads":  # one forward: every used head's rows, the shared weights read once
+            read = (d.params * used + d.shared_params) * a.bytes_per_param / acc.memory_bandwidth
+            compute = 2.0 * (d.params + d.shared_params) * used * b / acc.peak_bf16_flops
+            draft = max(read, compute)
         else:
             draft = used * _seconds(acc, a, d.params, b * d.tokens_per_request, d.kv_bytes_per_token, b)
         out.append(e * plain / (draft + verify))

@@ -60,6 +60,23 @@ def test_drafters_are_sized_for_the_target_and_ooms_are_nan() -> None:
         projected_speedup(a, [0])
 
 
+def test_medusa_heads_read_their_shared_lm_head_once() -> None:
+    """The zoo's Medusa design: a ResBlock per head and one shared lm_head, read once per drafting call; with
+    an lm_head per head (Medusa-1) the same acceptance projects a slower drafter."""
+    from dataclasses import replace
+
+    a = Assumptions()
+    h, v = a.target.hidden_size, a.target.vocab_size
+    shared = a.drafters["medusa chain"]
+    assert shared.params == pytest.approx(h * h + h) and shared.shared_params == pytest.approx(h * v)
+    per_head = replace(shared, params=h * h + h + h * v, shared_params=0.0)
+    acceptance = MethodAcceptance("medusa chain", 10, (6, 3, 2, 1), (10, 10, 10, 10))
+    fast = projected_speedup(acceptance, [1, 256], a)
+    slow = projected_speedup(acceptance, [1, 256], replace(a, drafters={**a.drafters, "medusa chain": per_head}))
+    assert fast[0] > slow[0] and fast[1] > slow[1]
+    assert any("shared" in line for line in a.lines() if "medusa chain" in line)
+
+
 def test_gpu_measurements_replace_the_projection(tmp_path) -> None:
     acceptance = {"ngram": MethodAcceptance("ngram", 2, (1,), (2,))}
     assert load_measured("H100 SXM", tmp_path) is None

@@ -86,3 +86,20 @@ def test_vllm_accepts_the_zoo_heads_drafts(name):
     for row in result(name):
         hint = f"; {EAGLE_HEAD}" if name == "eagle" else ""
         assert row.vllm["num_accepted_tokens"] > 0, f"vLLM accepted none of {name}'s drafts ({row.phase}){hint}"
+
+
+def test_gemm_check_runs_both_packed_calls_batch_invariant():
+    """peer/gemm_check.py (docs/vllm.md's matmul comparison) runs under the peer's Python and finds both
+    engines' packed oneDNN calls batch-invariant."""
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "peer" / "gemm_check.py"
+    out = subprocess.run(
+        [str(vs_vllm.vllm_python()), str(script), "--rows", "1", "2", "--copies", "1", "--rounds", "1",
+         "--dtypes", "float32"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "float32: batch-invariant: {'torch oneDNN': True, 'vLLM onednn_mm': True}" in out.stdout
+    assert out.stdout.count("vLLM onednn_mm") == 3  # the check's line and one row per row count

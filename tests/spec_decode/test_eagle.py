@@ -118,20 +118,76 @@ def test_dynamic_tree_config_validates():
         DynamicTreeConfig(total_tokens=30, depth=1, top_k=2)
 
 
+TREES = {"static": {"tree": SpecTree.from_paths([(0,), (1,), (0, 0), (1, 0), (0, 0, 0)])},
+         "dynamic": {"dynamic_tree": DynamicTreeConfig(total_tokens=9, depth=3, top_k=3)}}
+
+
 @pytest.mark.parametrize("name", ["eagle", "eagle3"])
-@pytest.mark.parametrize("k", [1, 4])
-def test_a_batched_chain_drafts_what_each_request_drafts_alone(drafts, name, k):
+@pytest.mark.parametrize("mode", ["chain k=1", "chain k=4", "static", "dynamic"])
+def test_a_batch_drafts_what_each_request_drafts_alone(drafts, name, mode):
     """Requests of different lengths draft in one batch (one forward per depth) exactly as one at a time."""
     draft = drafts[name]
+    kw = {"k": int(mode[-1])} if mode.startswith("chain") else TREES[mode]
     gen = torch.Generator().manual_seed(2)
     lengths = [9, 23, 14]
     histories = [torch.randint(3, 96, (n,), generator=gen).tolist() for n in lengths]
     features = [torch.randn(n - 1, feature_dim(draft), generator=gen) for n in lengths]
-    alone = [run(proposer(draft, k=k), f"r{i}", h, f) for i, (h, f) in enumerate(zip(histories, features))]
-    batched = proposer(draft, k=k)
+    alone = []
+    for i, (h, f) in enumerate(zip(histories, features)):
+        prop = proposer(draft, **kw)
+        run(prop, f"r{i}", h, f)
+        alone.append(prop.last_trees[f"r{i}"])
+    batched = proposer(draft, **kw)
     for i, f in enumerate(features):
         batched.add_target_features(f"r{i}", f)
     reqs = [request(f"r{i}", h[:-1]) for i, h in enumerate(histories)]
     got = batched.propose(reqs, [[h[-1]] for h in histories], GREEDY)
-    assert got == alone
-    assert all(len(d) == k for d in got)
+    for i, tree in enumerate(alone):
+        together = batched.last_trees[f"r{i}"]
+        assert got[i] == tree.tokens and together.parents == tree.parents
+        assert together.scores == pytest.approx(tree.scores, abs=2e-4)  # the same keys seen, not only the argmax
+    assert all(len(d) == len(got[0]) > 0 for d in got)
+
+
+def dense_path_log_probs(draft, tokens, features, path):
+    """Draft log-probs of each token of `path` (target ids, a root-to-node path of drafts) from the dense
+    training-time forward over history + path: the reference a tree node's score must equal."""
+    n, k = len(tokens), len(path)
+    seq = torch.tensor([tokens[1:] + path[:-1]])
+    t = seq.shape[1]
+    hidden = torch.zeros(1, t, draft.config.hidden_size)
+    hidden[0, : n - 1] = draft.combine_hidden_states(features)
+    shape = (k * t, draft.config.num_key_value_heads, draft.config.head_dim)
+    cache = (torch.zeros(shape), torch.zeros(shape))
+    vocab = getattr(draft, "draft_vocab_size", draft.config.vocab_size)
+    to_target = draft.draft_to_target(torch.arange(vocab)).tolist()
+    out_lp = []
+    with torch.no_grad():
+        for j in range(k):
+            out, feed = draft_forward(draft, seq, hidden, j, k, cache, "cpu")
+            logp = draft.compute_logits(out[0, n - 2 + j]).float().log_softmax(-1)
+            out_lp.append(float(logp[to_target.index(path[j])]))
+            hidden = torch.cat([torch.zeros_like(feed[:, :1]), feed[:, :-1]], dim=1)
+    return out_lp
+
+
+@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_every_tree_node_scores_what_a_dense_forward_along_its_path_gives(drafts, name, mode):
+    """A node sees the committed entries and its ancestors, never a sibling or a cousin: its cumulative
+    log-prob equals the dense unrolled forward over its own path (a wrong tree mask moves the scores even where
+    it leaves the argmax alone)."""
+    draft = drafts[name]
+    gen = torch.Generator().manual_seed(3)
+    tokens = torch.randint(3, 96, (17,), generator=gen).tolist()
+    features = torch.randn(16, feature_dim(draft), generator=gen)
+    prop = proposer(draft, **TREES[mode])
+    run(prop, "a", tokens, features)
+    tree = prop.last_trees["a"]
+    for node in range(1, len(tree.parents)):
+        path, u = [], node
+        while u > 0:
+            path.insert(0, tree.tokens[u - 1])
+            u = tree.parents[u]
+        expected = sum(dense_path_log_probs(draft, tokens, features, path))
+        assert tree.scores[node - 1] == pytest.approx(expected, abs=1e-4), f"node {node}, path {path}"

@@ -13,9 +13,11 @@ method it prints
 - sum c, the drafter's whole call per engine step (the "propose" phase) over t(1), and c = sum c over the
   draft forwards it runs (k for a chain, the depth for a tree, 1 for Medusa's heads);
 - v = t(n) / t(1), the target's work in a speculative step over n = drafts + 1 tokens per request: the
-  forward, the logits at every verified row and the rejection sampler ("forward" + "verify");
-- the prediction E_all / (sum c + v), E_all the tokens emitted per request and decode step (E counts only the
-  steps that verified drafts; an n-gram step without a match emits one token), the measured speedup (plain
+  forward, the logits at every verified row and the rejection sampler ("forward" + "verify"; "sample" in a
+  step without drafts);
+- the prediction E_all / (sum c + v), E_all the tokens delivered per request and decode step (E counts only
+  the steps that verified drafts; an n-gram step without a match emits one token; tokens accepted past
+  max_tokens are dropped, so E_all does not count them), the measured speedup (plain
   seconds over speculative seconds, best of `repeats`, plain and speculative runs alternating) and their ratio, the implementation's efficiency: what
   scheduling, input preparation and output processing (and the machine's noise) leave of the prediction;
 - at a dtype other than float32, the greedy agreement with plain decoding at that dtype (vLLM documents
@@ -81,8 +83,10 @@ def decode(llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_si
 
 def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int) -> dict[str, float]:
     """Mean seconds per phase over the decode steps (every request feeds its last token and its drafts; no
-    prefill) of one recorded run, plus "steps" and "tokens" (tokens emitted per request and decode step: E
-    counted over every step, those without drafts too)."""
+    prefill) of one recorded run, plus "steps" and "tokens": tokens delivered per request and decode step
+    (E counted over every step, those without drafts too). A request's last step can accept more drafts than
+    max_tokens leaves room for; those tokens are dropped, so they are not counted (SpecDecodingStats, as
+    vLLM's, does count them as accepted)."""
     engine = llm.llm_engine
     engine.step_records = []
     try:
@@ -90,17 +94,23 @@ def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int) -> d
         records = engine.step_records
     finally:
         engine.step_records = None
-    steps = [
-        r for r in records
-        if r.num_scheduled_tokens and all(
+    is_decode = [
+        bool(r.num_scheduled_tokens) and all(
             n == 1 + len(r.scheduled_spec_decode_tokens.get(q, [])) for q, n in r.num_scheduled_tokens.items())
+        for r in records
     ]
+    steps = [r for r, d in zip(records, is_decode) if d]
     phases: dict[str, float] = {}
     for r in steps:
         for phase, seconds in r.timings.items():
             phases[phase] = phases.get(phase, 0.0) + seconds / len(steps)
     request_steps = sum(len(r.num_scheduled_tokens) for r in steps)
-    emitted = sum(len(t) for r in steps for t in r.sampled_token_ids.values())
+    delivered, emitted = {}, 0  # request id -> tokens kept so far; tokens kept in decode steps
+    for r, d in zip(records, is_decode):
+        for q, tokens in r.sampled_token_ids.items():
+            kept = min(len(tokens), max_tokens - delivered.get(q, 0))
+            delivered[q] = delivered.get(q, 0) + kept
+            emitted += kept if d else 0
     return phases | {"steps": float(len(steps)), "tokens": emitted / max(1, request_steps)}
 
 
@@ -178,7 +188,9 @@ def run(
         # request, verification included (logits at every verified row, the rejection sampler)
         t1 = base["forward"] + base["sample"]
         mean_len = stats.mean_acceptance_length  # over the steps that verified drafts
-        sum_c, v = phases.get("propose", 0.0) / t1, (phases["forward"] + phases.get("verify", 0.0)) / t1
+        # a step without drafts (no n-gram match, a request out of room) samples instead of verifying
+        target_work = phases["forward"] + phases.get("verify", 0.0) + phases.get("sample", 0.0)
+        sum_c, v = phases.get("propose", 0.0) / t1, target_work / t1
         predicted = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
         rows.append({
             "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1, "enforce_eager": enforce_eager,

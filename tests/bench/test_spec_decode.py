@@ -19,3 +19,14 @@ def test_tokens_per_step_counts_only_the_tokens_delivered(k):
     assert all(len(o) == max_tokens for o in outputs)
     assert phases["tokens"] * phases["steps"] == pytest.approx(len(prompts) * (max_tokens - 1))
     assert {"forward", "propose"} <= set(phases)
+
+
+def test_phases_of_the_fastest_recorded_run(monkeypatch):
+    from minispec.bench import spec_decode
+
+    runs = iter([{"forward": 3.0, "verify": 1.0, "steps": 4.0, "tokens": 2.0},
+                 {"forward": 2.0, "verify": 1.0, "steps": 4.0, "tokens": 2.0},
+                 {"forward": 2.5, "verify": 1.0, "steps": 4.0, "tokens": 2.0}])
+    monkeypatch.setattr(spec_decode, "_recorded_run", lambda *a: None)
+    monkeypatch.setattr(spec_decode, "_phases_of", lambda records, max_tokens: next(runs))
+    assert decode_step_phases(None, [], 8, 1, repeats=3)["forward"] == 2.0  # "steps", "tokens" are not seconds

@@ -5,8 +5,8 @@ Run with the peer's environment, after `make peer` has made `.venv-vllm`:
     OMP_NUM_THREADS=1 .venv-vllm/bin/python peer/gemm_check.py [--rows 1 5 17] [--dtypes float32 bfloat16]
 
 Both engines pack every linear weight once for oneDNN and multiply on the packed copy: minispec with
-`torch.ops.mkldnn._reorder_linear_weight` and `torch.ops.mkldnn._linear_pointwise`
-(`minispec/model_executor/layers/utils.py`), vLLM v0.32.0 with its compiled extension, `ops.create_onednn_mm`
+`pack_weight` and `packed_linear` (`minispec/model_executor/layers/utils.py`, PyTorch's
+`torch.ops.mkldnn._reorder_linear_weight` and `_linear_pointwise`, imported from this checkout), vLLM v0.32.0 with its compiled extension, `ops.create_onednn_mm`
 and `ops.onednn_mm` (`dispatch_cpu_unquantized_gemm` in `vllm/model_executor/layers/utils.py`). For the zoo
 target's five weight shapes (qkv, o, gate_up, down, lm_head), `--copies` copies of each are multiplied in a
 forward's order, so every weight is read cold as in a real step, and the microseconds per call are printed for
@@ -17,9 +17,14 @@ packed calls are batch-invariant: the first rows of a product do not depend on h
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # minispec's own packing, from this checkout
+from minispec.model_executor.layers.utils import pack_weight, packable_dtypes, packed_linear  # noqa: E402
 
 SHAPES = {"qkv": (640, 384), "o": (384, 384), "gate_up": (2048, 384), "down": (384, 1024), "lm_head": (4096, 384)}
 
@@ -33,10 +38,8 @@ def calls(dtype: torch.dtype, rows: int, copies: int) -> dict[str, list]:
         for name, (out_features, in_features) in SHAPES.items():
             weight = torch.randn(out_features, in_features).to(dtype)
             x = torch.randn(rows, in_features).to(dtype)
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight, None)
-            handle = ops.create_onednn_mm(weight.t(), 32)
-            ways["torch oneDNN"].append(
-                (name, lambda x, p=packed: torch.ops.mkldnn._linear_pointwise(x, p, None, "none", [], ""), x))
+            packed, handle = pack_weight(weight), ops.create_onednn_mm(weight.t(), 32)
+            ways["torch oneDNN"].append((name, lambda x, p=packed: packed_linear(x, p), x))
             ways["vLLM onednn_mm"].append((name, lambda x, h=handle: ops.onednn_mm(h, x, None), x))
             ways["F.linear"].append((name, lambda x, w=weight: torch.nn.functional.linear(x, w), x))
     return ways
@@ -60,8 +63,8 @@ def batch_invariant(dtype: torch.dtype, rows: int = 17) -> dict[str, bool]:
     from vllm import _custom_ops as ops
 
     weight, x = torch.randn(2048, 384).to(dtype), torch.randn(rows, 384).to(dtype)
-    packed, handle = torch.ops.mkldnn._reorder_linear_weight(weight, None), ops.create_onednn_mm(weight.t(), 32)
-    fns = {"torch oneDNN": lambda x: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], ""),
+    packed, handle = pack_weight(weight), ops.create_onednn_mm(weight.t(), 32)
+    fns = {"torch oneDNN": lambda x: packed_linear(x, packed),
            "vLLM onednn_mm": lambda x: ops.onednn_mm(handle, x, None)}
     return {way: all(torch.equal(fn(x[:m]), fn(x)[:m]) for m in range(1, rows)) for way, fn in fns.items()}
 
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"{torch.get_num_threads()} thread(s)")
     for dtype_name in args.dtypes:
         dtype = getattr(torch, dtype_name)
-        if dtype not in (torch.float32,) and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        if dtype not in packable_dtypes():
             print(f"{dtype_name}: oneDNN does not pack it on this CPU, skipped")
             continue
         print(f"{dtype_name}: batch-invariant: {batch_invariant(dtype)}")

@@ -323,29 +323,29 @@ class EagleProposer(TreeDrafting):
         num_reqs, dev = len(batch.states), self.device
         tokens = torch.zeros(num_reqs, self.k, dtype=torch.long, device=dev)  # [B, k] target ids
         scores = torch.zeros(num_reqs, self.k, device=dev)  # [B, k] cumulative draft log-probability
-        probs: list[torch.Tensor | None] = []  # per depth: [B, draft vocab] for sampled rows, or None
-        sampled_rows = [False] * num_reqs
+        probs: list[torch.Tensor] = []  # per depth [B, draft vocab], when random rows sample their drafts
         out, feed = batch.root_out, batch.root_feed  # [B, H]
         committed = batch.committed.tolist()
+        longest = max(committed)
         steps = None if self.k == 1 else DecodeSteps.build(
             batch.block_table, committed, [self.k] * num_reqs, self.block_size
         )
         for step in range(self.k):
             logits = self.draft.compute_logits(out).float()  # [B, draft vocab]
-            ids, p, is_greedy = sample_draft_token_ids(logits, md)  # [B]
+            ids, p, is_greedy = sample_draft_token_ids(logits, md)  # [B]; is_greedy is the same at every depth
             logp = logits.log_softmax(dim=-1).gather(1, ids[:, None])[:, 0]  # [B]
             tokens[:, step] = self.draft.draft_to_target(ids)
             scores[:, step] = logp if step == 0 else scores[:, step - 1] + logp
-            probs.append(p)
-            sampled_rows = [s or not g for s, g in zip(sampled_rows, is_greedy)]
+            if p is not None:
+                probs.append(p)
             if step == self.k - 1:
                 break
-            meta = steps.metadata(step + 1, None, max(committed) + step + 1)
+            meta = steps.metadata(step + 1, None, longest + step + 1)
             out, feed = self.draft(tokens[:, step], steps.positions[:, step], feed, self.kv_caches, meta)
         trees = []
         tokens_l, scores_l = tokens.tolist(), scores.tolist()
         for b, (state, history) in enumerate(zip(batch.states, histories)):
-            if sampled_rows[b]:
+            if probs and not is_greedy[b]:
                 stacked = torch.stack([p[b] for p in probs])  # [k, draft vocab]
                 if hasattr(self.draft, "target_probs"):
                     stacked = self.draft.target_probs(stacked)

@@ -656,35 +656,8 @@ def describe_forward(
     )
     if share >= 0.5:
         text += " The forward is close to the memory floor: **memory-bound**, as a large model's decode step is."
-    elif no_matmul_seconds is not None and matmul_seconds is not None and t1 - no_matmul_seconds >= 0.5 * t1:
-        together = t1 - no_matmul_seconds - matmul_seconds  # what the parts cost together beyond their sum
-        text += (
-            f" Timed again with every matmul replaced by a free stand-in, the one-token forward takes "
-            f"{no_matmul_seconds * 1e3:.2f} ms; its matmuls alone, called back to back on the same inputs, take "
-            f"{matmul_seconds * 1e3:.2f} ms, reading the weights at {weight_bytes / matmul_seconds / 1e9:.1f} GB/s "
-            f"(a plain read: {read_bandwidth / 1e9:.1f} GB/s)."
-        )
-        if together >= 0.1 * t1:
-            text += (
-                f" The two parts add up to {(t1 - together) * 1e3:.2f} ms, yet the forward takes {together * 1e3:.2f} "
-                f"ms more ({together / t1:.0%} of it). Each matmul streams more weights through the core's cache "
-                "than it holds, and the small operations after it find their own code and data evicted and run "
-                "several times slower (`op_after_read` times one after reads of growing size)."
-            )
-        text += (
-            " So the step is **bound by reading the weights**, the regime of a large model's decode step: the reads "
-            "take their own time and slow down what runs between them."
-        )
     elif no_matmul_seconds is not None and t1 - no_matmul_seconds >= 0.5 * t1:
-        matmuls = t1 - no_matmul_seconds
-        text += (
-            f" Timed again with every matmul replaced by a free stand-in, the one-token forward takes "
-            f"{no_matmul_seconds * 1e3:.2f} ms, so its matmuls take {matmuls * 1e3:.2f} ms ({matmuls / t1:.0%}). They "
-            f"read the weights at {weight_bytes / matmuls / 1e9:.1f} GB/s, well below the {read_bandwidth / 1e9:.1f} "
-            "GB/s of one plain read of that many bytes. So the step is still **bound by reading the weights**, the "
-            "regime of a large model's decode step, only at a lower bandwidth than the benchmark's; attention, "
-            f"norms, activations and eager PyTorch's cost per operation are the other {no_matmul_seconds * 1e3:.2f} ms."
-        )
+        text += _bound_by_weight_reads(t1, weight_bytes, read_bandwidth, no_matmul_seconds, matmul_seconds)
     else:
         rest = t1 - floor if no_matmul_seconds is None else no_matmul_seconds  # what is not reading the weights
         if no_matmul_seconds is not None:
@@ -708,6 +681,39 @@ def describe_forward(
         else ", close to proportional to M."
     )
     return text
+
+
+def _bound_by_weight_reads(t1: float, weight_bytes: float, read_bandwidth: float, no_matmul_seconds: float,
+                           matmul_seconds: float | None) -> str:
+    """describe_forward's sentences for a step whose matmuls (with what they cost the rest) are most of it."""
+    text = (f" Timed again with every matmul replaced by a free stand-in, the one-token forward takes "
+            f"{no_matmul_seconds * 1e3:.2f} ms")
+    if matmul_seconds is None:
+        matmuls = t1 - no_matmul_seconds
+        return text + (
+            f", so its matmuls take {matmuls * 1e3:.2f} ms ({matmuls / t1:.0%}). They read the weights at "
+            f"{weight_bytes / matmuls / 1e9:.1f} GB/s, well below the {read_bandwidth / 1e9:.1f} GB/s of one plain "
+            "read of that many bytes. So the step is still **bound by reading the weights**, the regime of a large "
+            "model's decode step, only at a lower bandwidth than the benchmark's; attention, norms, activations and "
+            f"eager PyTorch's cost per operation are the other {no_matmul_seconds * 1e3:.2f} ms."
+        )
+    together = t1 - no_matmul_seconds - matmul_seconds  # what the parts cost together beyond their sum
+    text += (
+        f"; its matmuls alone, called back to back on the same inputs, take {matmul_seconds * 1e3:.2f} ms, reading "
+        f"the weights at {weight_bytes / matmul_seconds / 1e9:.1f} GB/s (a plain read: {read_bandwidth / 1e9:.1f} "
+        "GB/s)."
+    )
+    if together >= 0.1 * t1:
+        text += (
+            f" The two parts add up to {(t1 - together) * 1e3:.2f} ms, yet the forward takes {together * 1e3:.2f} ms "
+            f"more ({together / t1:.0%} of it). Each matmul streams more weights through the core's cache than it "
+            "holds, and the small operations after it find their own code and data evicted and run several times "
+            "slower (`op_after_read` times one after reads of growing size)."
+        )
+    return text + (
+        " So the step is **bound by reading the weights**, the regime of a large model's decode step: the reads "
+        "take their own time and slow down what runs between them."
+    )
 
 
 def verify_cost_table_markdown(

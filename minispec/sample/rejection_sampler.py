@@ -400,17 +400,25 @@ def rejection_greedy_sample_ref(
     is_greedy: torch.Tensor | None,  # [B] bool; None = every row
     max_spec_len: int,
 ) -> torch.Tensor:
-    num_tokens = draft_token_ids.shape[0]
-    index, valid, counts, pos = _draft_grid(cu_num_draft_tokens, max_spec_len, num_tokens)
-    drafts = _pad1(draft_token_ids.to(torch.int32), PLACEHOLDER_TOKEN_ID)[index]  # [B, S]
-    targets = _pad1(target_argmax.to(torch.int32), PLACEHOLDER_TOKEN_ID)[index]  # [B, S]
-    rejected_at = _first_true(valid & (drafts != targets), pos, counts)  # [B]
-    rows = torch.ones_like(counts, dtype=torch.bool) if is_greedy is None else is_greedy
-    # Accepted positions and the first rejected one all hold the target's argmax.
-    write = rows[:, None] & valid & (pos[None, :] <= rejected_at[:, None])  # [B, S]
-    out = output_token_ids[:, :max_spec_len]
-    out.copy_(torch.where(write, targets, out))
-    _write_bonus(output_token_ids, rows & (rejected_at == counts), counts, bonus_token_ids)
+    """The kernel's loop, one request after another, on host copies of the small inputs (a few ids per
+    request): fewer tensor operations than a vectorised form, which matters because this runs right after
+    the target's forward, when every operation pays for the caches that forward's weight reads emptied."""
+    out = output_token_ids.tolist()
+    drafts, targets = draft_token_ids.tolist(), target_argmax.tolist()
+    bonus, ends = bonus_token_ids.tolist(), cu_num_draft_tokens.tolist()
+    greedy = [True] * len(ends) if is_greedy is None else is_greedy.tolist()
+    start = 0
+    for req_idx, end in enumerate(ends):
+        if greedy[req_idx]:
+            row, rejected = out[req_idx], False
+            for pos in range(end - start):
+                if not rejected:
+                    row[pos] = targets[start + pos]  # equal to the draft when accepted
+                    rejected = drafts[start + pos] != targets[start + pos]
+            if not rejected:
+                row[end - start] = bonus[req_idx]
+        start = end
+    output_token_ids.copy_(torch.tensor(out, dtype=output_token_ids.dtype).reshape(output_token_ids.shape))
     return output_token_ids
 
 

@@ -60,3 +60,30 @@ def test_bad_input():
         calc_spec_decode_metadata([2, 1], [2, 5], [1, 2, 3])
     with pytest.raises(ValueError, match="num_draft_tokens"):
         calc_spec_decode_metadata([-1], [3], [])
+
+
+def test_shapes_must_match():
+    with pytest.raises(ValueError, match="1-D of equal length"):
+        calc_spec_decode_metadata([[1, 1]], [[2, 4]], [5, 6])
+    with pytest.raises(ValueError, match="1-D of equal length"):
+        calc_spec_decode_metadata([1, 1], [[2, 4]], [5, 6])
+    with pytest.raises(ValueError, match="1-D of equal length"):
+        calc_spec_decode_metadata([1, 1], [4], [5, 6])
+
+
+def test_matches_a_numpy_construction():
+    """The per-request lists equal vLLM's numpy formulation on random batches."""
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        num_draft = rng.integers(0, 6, size=int(rng.integers(1, 9)))
+        cu_sched = np.cumsum(num_draft + 1 + rng.integers(0, 5, size=num_draft.size))
+        md = calc_spec_decode_metadata(num_draft, cu_sched, list(range(int(num_draft.sum()))))
+        num_sampled = num_draft + 1
+        cu_sampled = np.cumsum(num_sampled)
+        ranges = np.arange(cu_sampled[-1]) - np.repeat(cu_sampled - num_sampled, num_sampled)
+        assert md.logits_indices.tolist() == (np.repeat(cu_sched - num_sampled, num_sampled) + ranges).tolist()
+        assert md.bonus_logits_indices.tolist() == (cu_sampled - 1).tolist()
+        draft_ranges = np.arange(num_draft.sum()) - np.repeat(np.cumsum(num_draft) - num_draft, num_draft)
+        target = np.repeat(cu_sampled - num_sampled, num_draft) + draft_ranges
+        assert md.target_logits_indices.tolist() == target.tolist()
+        assert md.cu_num_draft_tokens.tolist() == np.cumsum(num_draft).tolist()

@@ -5,7 +5,8 @@ Chapters 1 and 7. vLLM v0.32.0 counterpart: `dispatch_cpu_unquantized_gemm` and 
 weights are loaded. It reorders each linear layer's weight into oneDNN's blocked layout (`create_onednn_mm`),
 and every matmul of that layer then runs `onednn_mm` on the packed weight. minispec does the same with
 PyTorch's own oneDNN ops, for the target and the drafter of an eager engine on a CPU (the model runner calls
-it). Compiled engines do not use it: Inductor's freezing packs the weights of the compiled graph itself
+it). In a compiled engine only the layers outside the compiled forward take it (compute_logits, EAGLE-3's
+combine_hidden_states): inside, Inductor's freezing packs the weights of the graph itself
 (minispec/compilation/decorators.py).
 
 Why it matters for speculation: verifying k + 1 tokens multiplies k + 1 rows by each weight. PyTorch's plain
@@ -80,16 +81,20 @@ def packed_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | No
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
 
-def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, min_rows: int = 1) -> int:
+def dispatch_cpu_unquantized_gemm(
+    model: nn.Module, min_weight_numel: int = 0, min_rows: int = 1, compiled_forward: bool = False
+) -> int:
     """Route every `nn.Linear` of `model` on a CPU whose weight oneDNN packs here (`packable_dtypes`) and holds
     at least `min_weight_numel` elements through `cpu_unquantized_gemm`, which packs calls of at least
-    `min_rows` rows; returns how many layers. Undo with `restore_linear`."""
+    `min_rows` rows; returns how many layers. Undo with `restore_linear`. `compiled_forward`: the model's
+    forward is compiled, so only calls outside it (compute_logits) take the pack."""
     dtypes = packable_dtypes()
+    gemm = gemm_outside_compiled_forward if compiled_forward else cpu_unquantized_gemm
     count = 0
     for module in model.modules():
         if (type(module) is nn.Linear and module.weight.device.type == "cpu" and module.weight.dtype in dtypes
                 and module.weight.numel() >= min_weight_numel):
-            module.forward = types.MethodType(cpu_unquantized_gemm, module)
+            module.forward = types.MethodType(gemm, module)
             module._onednn = None  # (weight, its version, the packed weight), built at the first packed call
             module._onednn_min_rows = min_rows
             count += 1
@@ -116,6 +121,14 @@ def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, weight, layer.bias)
     out = packed_linear(x.reshape(rows, -1), packed, layer.bias)  # [rows, out_features]
     return out.view(*x.shape[:-1], weight.shape[0])
+
+
+def gemm_outside_compiled_forward(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """`cpu_unquantized_gemm` for a model whose forward is compiled: inside that forward Dynamo traces a plain
+    F.linear, whose weight Inductor's freezing packs itself; eager calls take the packed weight."""
+    if torch.compiler.is_compiling():
+        return F.linear(x, layer.weight, layer.bias)
+    return cpu_unquantized_gemm(layer, x)
 
 
 def _packed_weight(layer: nn.Linear) -> torch.Tensor | None:

@@ -1,10 +1,11 @@
 """Every speculative method on the zoo pair: acceptance, measured costs, prediction and speedup (chapters 2-5).
 
 Run: `python -m minispec.bench.spec_decode [--quick] [--dtypes float32 auto] [--batch-sizes 1 16]
-[--num-prompts 8] [--max-tokens 64] [--repeats 2] [--threads 1] [--methods NAME ...]`.
+[--num-prompts 8] [--max-tokens 64] [--repeats 2] [--threads 1] [--methods NAME ...] [--compile] [--refill] [--phases]`.
 
 For each dtype and batch size, plain greedy decoding and every method of METHODS decode the same held-out
-prompts in the same process (batch 1: one request at a time; batch B: B requests in one `generate`). Per
+prompts in the same process (batch 1: one request at a time; batch B: B requests in one `generate`; with
+`--refill`, all prompts in one `generate` with at most B running, as a server keeps its slots full). Per
 method it prints
 
 - E, the mean acceptance length (tokens per target forward, `SpecDecodingStats`);
@@ -72,31 +73,36 @@ def alpha_from_acceptance_length(mean_length: float, k: int) -> float:
     return (lo + hi) / 2
 
 
-def decode(llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_size: int):
-    """Seconds to decode every prompt greedily, `batch_size` requests at a time, and the token ids."""
+def decode(llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_size: int, refill: bool = False):
+    """Seconds to decode every prompt greedily, and the token ids: `batch_size` requests at a time, or with
+    `refill` every prompt in one `generate`, the scheduler admitting a waiting request as soon as a running
+    one finishes (at most max_num_seqs = batch_size at once, as a server runs)."""
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
+    per_call = max(1, len(prompts)) if refill else batch_size
     outputs, start = [], time.perf_counter()
-    for i in range(0, len(prompts), batch_size):
-        batch = [{"prompt_token_ids": list(p)} for p in prompts[i : i + batch_size]]
+    for i in range(0, len(prompts), per_call):
+        batch = [{"prompt_token_ids": list(p)} for p in prompts[i : i + per_call]]
         outputs += [list(o.outputs[0].token_ids) for o in llm.generate(batch, params, use_tqdm=False)]
     return time.perf_counter() - start, outputs
 
 
-def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int, repeats: int = 1) -> dict[str, float]:
+def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int, repeats: int = 1,
+                       refill: bool = False) -> dict[str, float]:
     """Mean seconds per phase over the decode steps (every request feeds its last token and its drafts; no
     prefill) of the fastest of `repeats` recorded runs (noise only ever adds time), plus "steps" and "tokens":
     tokens delivered per request and decode step (E counted over every step, those without drafts too). A
     request's last step can accept more drafts than max_tokens leaves room for; those tokens are dropped, so
     they are not counted (SpecDecodingStats, as vLLM's, does count them as accepted)."""
-    runs = [_phases_of(_recorded_run(llm, prompts, max_tokens, batch_size), max_tokens) for _ in range(repeats)]
+    runs = [_phases_of(_recorded_run(llm, prompts, max_tokens, batch_size, refill), max_tokens)
+            for _ in range(repeats)]
     return min(runs, key=lambda phases: sum(x for p, x in phases.items() if p not in INFO))
 
 
-def _recorded_run(llm: LLM, prompts, max_tokens: int, batch_size: int) -> list:
+def _recorded_run(llm: LLM, prompts, max_tokens: int, batch_size: int, refill: bool = False) -> list:
     engine = llm.llm_engine
     engine.step_records = []
     try:
-        decode(llm, prompts, max_tokens, batch_size)
+        decode(llm, prompts, max_tokens, batch_size, refill)
         return engine.step_records
     finally:
         engine.step_records = None
@@ -160,17 +166,19 @@ def run(
     methods: Sequence[str] | None = None,
     target: str = "zoo:target",
     enforce_eager: bool = True,
+    refill: bool = False,
 ) -> list[dict]:
     """One row per method at one dtype and batch size (`num_prompts` is raised to batch_size if smaller).
     enforce_eager=False compiles every engine's models (minispec.compilation); the warm-up then also pays
-    for compiling each shape the timed runs meet."""
+    for compiling each shape the timed runs meet. With `refill` every prompt goes into one `generate` and
+    the scheduler keeps batch_size requests running, starting a waiting one whenever one finishes."""
     from minispec.zoo.corpus import heldout_prompt_ids
 
     prompts = heldout_prompt_ids(max(num_prompts, batch_size), prompt_len)
     plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size, enforce_eager=enforce_eager)
     warm_up = 4 if enforce_eager else 16  # compiled: meet the prefill, decode and verification shapes first
     decode(plain, prompts[:batch_size], warm_up, batch_size)
-    plain_tokens = decode(plain, prompts, max_tokens, batch_size)[1]
+    plain_tokens = decode(plain, prompts, max_tokens, batch_size, refill)[1]
     rows = []
     for name in methods or list(METHODS):
         try:
@@ -184,15 +192,15 @@ def run(
         decode(llm, prompts[:batch_size], warm_up, batch_size)
         plain_s = spec_s = float("inf")
         for _ in range(repeats):  # plain and speculative alternate, so a burst of load hits both
-            plain_s = min(plain_s, decode(plain, prompts, max_tokens, batch_size)[0])
+            plain_s = min(plain_s, decode(plain, prompts, max_tokens, batch_size, refill)[0])
             runner.spec_decoding_stats = SpecDecodingStats.new(k)  # counters of exactly one run
-            seconds, spec_tokens = decode(llm, prompts, max_tokens, batch_size)
+            seconds, spec_tokens = decode(llm, prompts, max_tokens, batch_size, refill)
             spec_s = min(spec_s, seconds)
         stats = llm.get_spec_decoding_stats()
         if dtype == "float32" and spec_tokens != plain_tokens:
             raise AssertionError(f"{name}: speculative greedy output differs from plain decoding in float32")
-        base = decode_step_phases(plain, prompts, max_tokens, batch_size, repeats)
-        phases = decode_step_phases(llm, prompts, max_tokens, batch_size, repeats)
+        base = decode_step_phases(plain, prompts, max_tokens, batch_size, repeats, refill)
+        phases = decode_step_phases(llm, prompts, max_tokens, batch_size, repeats, refill)
         # t(1): a plain step's target work (forward, logits, sampling); t(n): the same with n tokens per
         # request, verification included (logits at every verified row, the rejection sampler)
         t1 = base["forward"] + base["sample"]
@@ -203,6 +211,7 @@ def run(
         predicted = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
         rows.append({
             "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1, "enforce_eager": enforce_eager,
+            "refill": refill, "num_prompts": len(prompts),
             "mean_acceptance_length": mean_len, "acceptance_rate": stats.acceptance_rate,
             "tokens_per_step": phases["tokens"],
             "c": sum_c / max(1, drafting_forwards(llm)), "sum_c": sum_c, "v": v,
@@ -217,11 +226,14 @@ def run(
     return rows
 
 
-def print_table(rows: list[dict]) -> None:
+def print_table(rows: list[dict], phases: bool = False) -> None:
+    """The table of the module docstring; with `phases`, also each decode step's time per phase (ms)."""
     if not rows:
         return
     r0 = rows[0]
     mode = "" if r0.get("enforce_eager", True) else " (compiled)"
+    if r0.get("refill"):
+        mode += f", {r0['num_prompts']} requests refilling"
     print(f"\n{r0['dtype']}{mode}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
           f"{r0['t1_ms']:.2f} ms (a plain step's forward, logits and sampling), plain step {r0['plain_step_ms']:.2f} ms")
     print("method                n      E  E_all      c  sum c      v  pred E_all/(sum c+v)  speedup  efficiency"
@@ -231,6 +243,11 @@ def print_table(rows: list[dict]) -> None:
               f"{r['c']:5.3f}  "
               f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {r['predicted']:19.2f}x  {r['speedup']:6.2f}x  "
               f"{r['efficiency']:10.2f}  {r['agreement']:5.3f}")
+    if phases:
+        names = ["schedule", "prepare_inputs", "forward", "sample", "verify", "propose", "update"]
+        print("ms per decode step  " + "".join(f"{n:>15}" for n in names))
+        for label, p in [("plain", r0["plain_phases_ms"])] + [(r["method"], r["phases_ms"]) for r in rows]:
+            print(f"{label:<19}" + "".join(f"{p.get(n, 0.0):15.3f}" for n in names))
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -246,6 +263,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
     ap.add_argument("--compile", action="store_true",
                     help="enforce_eager=False: torch.compile every engine's models (vLLM's default)")
+    ap.add_argument("--refill", action="store_true",
+                    help="every prompt in one generate, at most batch-size running at once: the scheduler starts "
+                         "a waiting request when one finishes, as a server does (default: batches one by one)")
+    ap.add_argument("--phases", action="store_true", help="also print each decode step's time per engine phase")
     if ap.parse_known_args(argv)[0].quick:  # --quick changes the defaults; options given still win
         ap.set_defaults(**QUICK)
     args = ap.parse_args(argv)
@@ -255,8 +276,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for dtype in args.dtypes:
             for batch_size in args.batch_sizes:
                 group = run(dtype, batch_size, args.num_prompts, args.prompt_len, args.max_tokens, args.repeats,
-                            args.methods, enforce_eager=not args.compile)
-                print_table(group)
+                            args.methods, enforce_eager=not args.compile, refill=args.refill)
+                print_table(group, args.phases)
                 rows += group
     return rows
 

@@ -30,3 +30,32 @@ def test_phases_of_the_fastest_recorded_run(monkeypatch):
     monkeypatch.setattr(spec_decode, "_recorded_run", lambda *a: None)
     monkeypatch.setattr(spec_decode, "_phases_of", lambda records, max_tokens: next(runs))
     assert decode_step_phases(None, [], 8, 1, repeats=3)["forward"] == 2.0  # "steps", "tokens" are not seconds
+
+
+def test_refill_keeps_the_slots_full():
+    """--refill: every prompt in one generate, at most batch_size running; the same tokens as batch by batch,
+    in fewer steps when requests finish at different times (n-gram accepts more on the repetitive prompts)."""
+    from minispec.bench.spec_decode import _recorded_run
+
+    prompts = [[5, 6, 7, 8] * 8, [3, 1, 4, 1, 5, 9, 2, 6], [9, 10, 11] * 10, [2, 7, 1, 8, 2, 8, 1, 8]]
+    llm = LLM("zoo:target", dtype="float32", max_num_seqs=2, speculative_config={
+        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1, "prompt_lookup_max": 3})
+    assert decode(llm, prompts, 12, 2, refill=True)[1] == decode(llm, prompts, 12, 2)[1]
+    refilled, batched = (_recorded_run(llm, prompts, 12, 2, refill) for refill in (True, False))
+    assert max(len(r.num_scheduled_tokens) for r in refilled) == 2
+    assert len(refilled) < len(batched)
+
+
+def test_print_table_with_phases(capsys):
+    from minispec.bench.spec_decode import print_table
+
+    row = {"method": "ngram k=4", "dtype": "float32", "batch_size": 1, "n": 5, "enforce_eager": True,
+           "mean_acceptance_length": 3.0, "tokens_per_step": 2.0, "c": 0.01, "sum_c": 0.01, "v": 1.1,
+           "predicted": 1.8, "speedup": 1.7, "efficiency": 0.94, "agreement": 1.0, "plain_tok_s": 100.0,
+           "t1_ms": 6.0, "plain_step_ms": 6.5, "plain_phases_ms": {"forward": 5.5, "sample": 0.5},
+           "phases_ms": {"forward": 6.0, "verify": 0.9, "propose": 0.1}}
+    print_table([row], phases=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-3].split()[:4] == ["ms", "per", "decode", "step"]
+    assert lines[-2].split() == ["plain", "0.000", "0.000", "5.500", "0.500", "0.000", "0.000", "0.000"]
+    assert lines[-1].split()[2:] == ["0.000", "0.000", "6.000", "0.000", "0.900", "0.100", "0.000"]

@@ -401,8 +401,10 @@ def rejection_greedy_sample_ref(
     max_spec_len: int,
 ) -> torch.Tensor:
     """The kernel's loop, one request after another, on host copies of the small inputs (a few ids per
-    request): fewer tensor operations than a vectorised form, which matters because this runs right after
-    the target's forward, when every operation pays for the caches that forward's weight reads emptied."""
+    request). It runs right after the target's forward, when every tensor operation pays for the caches that
+    the forward's weight reads emptied, so a handful of them beats a vectorised form's 35: 46 against 191 us
+    for one request of 8 drafts, 123 against 190 us for 64 requests; at 256 requests it is the slower one
+    (359 against 221 us)."""
     out = output_token_ids.tolist()
     drafts, targets = draft_token_ids.tolist(), target_argmax.tolist()
     bonus, ends = bonus_token_ids.tolist(), cu_num_draft_tokens.tolist()

@@ -30,7 +30,9 @@ class AttentionMetadata:
     output_index: torch.Tensor  # [T] int64: position of each new token in the flattened [B * Q] output
     key_slots: torch.Tensor  # [B, S] int64: cache slots of every key a request attends to (padded with 0)
     attn_mask: torch.Tensor  # [B, 1, Q, S] bool: True where a query may attend to a key
-    is_uniform_decode: bool = False  # every request has exactly one new token: no gathers needed
+    # every request has the same number Q of new tokens (vLLM's `_is_uniform_decode`: a decode step with the
+    # same drafts count everywhere, or one token each): the queries are a reshape of the tokens, no gathers
+    is_uniform_decode: bool = False
     slot_positions: torch.Tensor | None = None  # [T] each new token's position in its request (causal batches)
     _bias: tuple | None = field(default=None, init=False, repr=False, compare=False)  # (mask, bias) cache
 
@@ -106,7 +108,7 @@ def causal_metadata(
         output_index=req * max_q + offset,
         key_slots=key_slots,
         attn_mask=build_attention_mask(context_lens, query_lens, max_q, max_s),
-        is_uniform_decode=max_q == 1,
+        is_uniform_decode=bool((query_lens == max_q).all()),
         slot_positions=positions,
     )
 
@@ -139,8 +141,9 @@ class PagedAttention(torch.nn.Module):
         k_cache.index_copy_(0, meta.slot_mapping, k)  # k_cache[slot_mapping] = k
         v_cache.index_copy_(0, meta.slot_mapping, v)
 
-        if meta.is_uniform_decode:  # one query per request: no gathers, request b is token b
-            q_batch = q[:, :, None]  # [B, H, 1, D]
+        num_reqs, max_q = meta.query_index.shape
+        if meta.is_uniform_decode:  # request b's queries are tokens b * Q ... b * Q + Q - 1
+            q_batch = q.view(num_reqs, max_q, *q.shape[1:]).transpose(1, 2)  # [B, H, Q, D]
         else:
             q_pad = torch.cat([q, q.new_zeros(1, *q.shape[1:])])  # row T is the padding row
             q_batch = q_pad[meta.query_index].transpose(1, 2)  # [B, H, Q, D]
@@ -154,6 +157,5 @@ class PagedAttention(torch.nn.Module):
             scale=self.scale,
             enable_gqa=self.num_heads != self.num_kv_heads,
         )  # [B, H, Q, D]
-        if meta.is_uniform_decode:
-            return out[:, :, 0]
-        return out.transpose(1, 2).reshape(-1, self.num_heads, self.head_dim)[meta.output_index]
+        out = out.transpose(1, 2).reshape(-1, self.num_heads, self.head_dim)  # [B * Q, H, D]
+        return out if meta.is_uniform_decode else out[meta.output_index]

@@ -305,7 +305,7 @@ class EagleProposer(TreeDrafting):
             output_index=torch.arange(num_reqs * num_q, device=dev),
             key_slots=key_slots,
             attn_mask=mask[:, None],
-            is_uniform_decode=num_q == 1,
+            is_uniform_decode=True,  # num_q queries for every request
         )
         positions = (committed - 1 + depth).repeat_interleave(num_q)  # [B * Q] RoPE position c - 1 + d
         out, feed = self.draft(tokens.flatten(), positions, hidden.flatten(0, 1), self.kv_caches, meta)

@@ -204,7 +204,7 @@ class ModelRunner(TreeVerificationMixin):
                 max_seq_len,
                 custom_masks,
             ),
-            is_uniform_decode=max_query_len == 1 and not custom_masks,
+            is_uniform_decode=bool((num_sched == max_query_len).all()),
         )
         sampling_rows = [i for i, r in enumerate(reqs) if r.num_computed_tokens >= r.num_tokens]
         rope_positions = positions.copy()  # [T]

@@ -16,9 +16,9 @@ function gains nothing from compiling and pays for its guards: on the AMX CPU th
 0.53 ms a call in a speculative engine, the eager packed ones 0.29 ms.
 
 Measured (docs/benchmarks.md): on the AVX2 CPU the target's forward ran 1.3 to 1.8 times faster compiled,
-and the verification cost v = t(6) / t(1) stayed near 1.6. On the AMX CPU compiled plain decoding runs at
-twice eager's speed (about 270 tok/s against 130 at batch 1), and a bfloat16 forward over 9 tokens costs
-1.0 to 1.3 times what one token costs.
+and the verification cost v = t(6) / t(1) stayed near 1.6. On the AMX CPU compiled plain decoding ran at
+268-276 tok/s at batch 1, against 106-233 tok/s for eager runs on the same day, and a bfloat16 forward over
+9 tokens costs 1.0 to 1.3 times what one token costs.
 
 Shapes are dynamic (`dynamic=True`). A few variants still compile once each, at 5 to 30 s apiece: one new token
 against several, one request against a batch. The compiled graphs follow the model's eager code exactly, but

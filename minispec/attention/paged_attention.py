@@ -141,9 +141,8 @@ class PagedAttention(torch.nn.Module):
         k_cache.index_copy_(0, meta.slot_mapping, k)  # k_cache[slot_mapping] = k
         v_cache.index_copy_(0, meta.slot_mapping, v)
 
-        num_reqs, max_q = meta.query_index.shape
         if meta.is_uniform_decode:  # request b's queries are tokens b * Q ... b * Q + Q - 1
-            q_batch = q.view(num_reqs, max_q, *q.shape[1:]).transpose(1, 2)  # [B, H, Q, D]
+            q_batch = q.view(*meta.query_index.shape, *q.shape[1:]).transpose(1, 2)  # [B, H, Q, D]
         else:
             q_pad = torch.cat([q, q.new_zeros(1, *q.shape[1:])])  # row T is the padding row
             q_batch = q_pad[meta.query_index].transpose(1, 2)  # [B, H, Q, D]

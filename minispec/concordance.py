@@ -194,6 +194,7 @@ ROWS: list[Row] = [
     R("minispec/bench/spec_sweep.py", "vllm/benchmarks/latency.py", "Greedy batch-1 sweep over k through the engine: acceptance counters, plain vs speculative time on one thread, an output-equality check"),
     R("minispec/bench/medusa.py", NONE, "Mean acceptance length of Medusa chain vs tree (and typical acceptance) on held-out zoo prompts, greedy, plus a tree chosen from the heads' measured per-rank accuracies (`measured_tree()`)"),
     R("minispec/bench/eagle.py", "vllm/benchmarks/throughput.py", "Batch-1 greedy mean acceptance length of EAGLE-1/2/3 next to the draft-model pair, with an output-equality check"),
+    R("minispec/bench/eagle_tree.py", NONE, "Beyond vLLM (no token trees in v0.32.0): a grid of EAGLE-2 tree shapes (total_tokens, depth, top_k), each a row of bench.spec_decode (E, c, v, prediction, speedup against plain in the same process), best first; bench.spec_decode's EAGLE-2 shape comes from it"),
     R("minispec/bench/rejection_sampler_gpu.py", NONE, "The rejection sampler's kernels on a GPU: exactness against the reference, time against the reference and the memory floor, CSV to docs/data"),
     R("minispec/bench/gpu_all.py", NONE, "One command for a lent GPU: kernel checks and timings, roofline, forward times, CUDA exactness of every speculative method"),
     R("minispec/bench/vs_vllm.py", NONE, "Runs minispec and real vLLM (CPU build in .venv-vllm, subprocess peer/vllm_job.py) on the same prompts and speculative_config: tokens, every verification step, counters, log line, metric names, tok/s"),

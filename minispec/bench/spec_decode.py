@@ -43,7 +43,10 @@ from minispec.teach.theory import expected_tokens_per_step
 
 # Medusa's tree: the best 16-node tree under the zoo heads' measured per-rank accuracies (see bench.medusa)
 MEDUSA_TREE = MEASURED_TREE
-EAGLE2 = {"total_tokens": 16, "depth": 6, "top_k": 2}  # EAGLE-2 dynamic tree: 15 drafts verified per step
+# EAGLE-2 dynamic tree: 15 drafts verified per step, grown in 4 expansions. The shape that paid best here, measured
+# (`python -m minispec.bench.eagle_tree`): depth 6 accepts more (E 5.24 against 4.86) but its two extra head
+# forwards cost more than they bring on a CPU (docs/benchmarks.md)
+EAGLE2 = {"total_tokens": 16, "depth": 4, "top_k": 2}
 METHODS: dict[str, dict] = {
     "draft_model k=5": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 5},
     "ngram k=4": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
@@ -167,8 +170,10 @@ def run(
     target: str = "zoo:target",
     enforce_eager: bool = True,
     refill: bool = False,
+    configs: dict[str, dict] | None = None,
 ) -> list[dict]:
     """One row per method at one dtype and batch size (`num_prompts` is raised to batch_size if smaller).
+    `configs` (name -> speculative_config) replaces METHODS, e.g. the EAGLE-2 tree shapes of bench.eagle_tree.
     enforce_eager=False compiles every engine's models (minispec.compilation); the warm-up then also pays
     for compiling each shape the timed runs meet. With `refill` every prompt goes into one `generate` and
     the scheduler keeps batch_size requests running, starting a waiting one whenever one finishes."""
@@ -179,11 +184,12 @@ def run(
     warm_up = 4 if enforce_eager else 16  # compiled: meet the prefill, decode and verification shapes first
     decode(plain, prompts[:batch_size], warm_up, batch_size)
     plain_tokens = decode(plain, prompts, max_tokens, batch_size, refill)[1]
+    configs = METHODS if configs is None else configs
     rows = []
-    for name in methods or list(METHODS):
+    for name in methods or list(configs):
         try:
             llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size,
-                      speculative_config=dict(METHODS[name]), enforce_eager=enforce_eager)
+                      speculative_config=dict(configs[name]), enforce_eager=enforce_eager)
         except FileNotFoundError as e:  # a zoo model that has not been trained here
             print(f"skipping {name}: {e}")
             continue

@@ -47,6 +47,15 @@ def _eagle(tmp_path):
     assert rows and rows[0]["mean_acceptance_length"] > 1.0
 
 
+def _eagle_tree(tmp_path):
+    from minispec.bench import eagle_tree
+
+    rows = eagle_tree.main(["--quick"])
+    assert [r["method"] for r in rows] == ["total=4 depth=2 top_k=2"]
+    assert rows[0]["mean_acceptance_length"] > 1.0 and rows[0]["agreement"] == 1.0
+    assert set(eagle_tree.shapes("eagle", [1], [2], [4, 8])) == {"total=4 depth=1 top_k=2"}  # 8 - 1 > 2 + 4
+
+
 def _engine(tmp_path):
     from minispec.bench import engine
 

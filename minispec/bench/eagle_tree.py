@@ -1,0 +1,113 @@
+"""Which EAGLE-2 dynamic tree pays on this machine: every (total_tokens, depth, top_k) of a grid, measured (chapter 4).
+
+Run: `python -m minispec.bench.eagle_tree [--method eagle|eagle3] [--dtypes float32 auto] [--depths 2 3 4 5 6]
+[--top-ks 2 3 4] [--total-tokens 8 12 16] [--shapes TOTAL,DEPTH,TOP_K ...] [--num-prompts 8] [--max-tokens 64]
+[--repeats 1] [--threads 1]`.
+
+A deeper or wider tree accepts more tokens per step (E), but every depth is one more forward of the EAGLE head
+(on the zoo, a decoder layer of the target's width and the 4096-row lm_head: about a third of the target's
+weights) and every node is one more row the target verifies. Which shape is best is a property of the machine
+and the heads, so it is measured, not assumed: each shape runs as a row of `bench.spec_decode` (the same
+prompts, plain decoding beside it in the same process, E, c per depth, v, the prediction E_all / (sum c + v)
+and the speedup), and the table is printed best first. EAGLE's paper uses 60 nodes, depth 5 to 7 and top_k 10
+for 7B-70B targets on a GPU, where verifying 60 tokens costs about what one does.
+
+vLLM counterpart: none; v0.32.0 has no token trees (`minispec/spec_decode/eagle_tree.py` says where EAGLE-2's
+construction comes from).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from minispec.bench.roofline import cpu_description, torch_threads
+from minispec.bench.spec_decode import EAGLE2, run
+from minispec.spec_decode.eagle_tree import DynamicTreeConfig
+
+QUICK = {"depths": [2], "top_ks": [2], "total_tokens": [4], "num_prompts": 1, "prompt_len": 16, "max_tokens": 8,
+         "dtypes": ["float32"]}
+
+
+def shape_name(total_tokens: int, depth: int, top_k: int) -> str:
+    return f"total={total_tokens} depth={depth} top_k={top_k}"
+
+
+def shapes(method: str, depths: Sequence[int], top_ks: Sequence[int], totals: Sequence[int]) -> dict[str, dict]:
+    """speculative_config per valid shape (a tree of total_tokens - 1 drafts must fit in what the depths
+    generate: top_k + depth * top_k^2), in the order depth, top_k, total_tokens."""
+    configs = {}
+    for depth in depths:
+        for top_k in top_ks:
+            for total in totals:
+                try:
+                    DynamicTreeConfig(total, depth, top_k)
+                except ValueError:
+                    continue
+                configs[shape_name(total, depth, top_k)] = {
+                    "method": method, "model": f"zoo:{method}", "total_tokens": total, "depth": depth,
+                    "top_k": top_k}
+    return configs
+
+
+def print_ranked(rows: list[dict]) -> None:
+    """The rows best speedup first; the shape bench.spec_decode uses is marked."""
+    if not rows:
+        return
+    r0 = rows[0]
+    default = shape_name(EAGLE2["total_tokens"], EAGLE2["depth"], EAGLE2["top_k"])
+    print(f"\n{r0['dtype']}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, "
+          f"t(1) = {r0['t1_ms']:.2f} ms")
+    print("shape                          E  E_all      c  sum c      v   prediction  speedup  efficiency")
+    for r in sorted(rows, key=lambda r: -r["speedup"]):
+        mark = "  <- bench.spec_decode's" if r["method"] == default else ""
+        print(f"{r['method']:<27} {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  {r['c']:5.3f}  "
+              f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {r['predicted']:10.2f}x  {r['speedup']:6.2f}x  "
+              f"{r['efficiency']:10.2f}{mark}")
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"a small run (the defaults become {QUICK})")
+    ap.add_argument("--method", choices=["eagle", "eagle3"], default="eagle")
+    ap.add_argument("--dtypes", nargs="+", default=["float32"])
+    ap.add_argument("--depths", type=int, nargs="+", default=[2, 3, 4, 5, 6])
+    ap.add_argument("--top-ks", type=int, nargs="+", default=[2, 3, 4])
+    ap.add_argument("--total-tokens", type=int, nargs="+", default=[8, 12, 16])
+    ap.add_argument("--shapes", nargs="+", default=None, metavar="TOTAL,DEPTH,TOP_K",
+                    help="these shapes instead of the grid, e.g. 16,6,2 8,2,2")
+    ap.add_argument("--num-prompts", type=int, default=8)
+    ap.add_argument("--prompt-len", type=int, default=64)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=1, help="timed runs per shape (the best is kept)")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
+    if ap.parse_known_args(argv)[0].quick:
+        ap.set_defaults(**QUICK)
+    args = ap.parse_args(argv)
+    if args.shapes:
+        configs = {}
+        for text in args.shapes:
+            try:
+                total, depth, top_k = (int(x) for x in text.split(","))
+            except ValueError:
+                raise ValueError(f"--shapes {text!r}: expected TOTAL,DEPTH,TOP_K, three integers") from None
+            DynamicTreeConfig(total, depth, top_k)  # a ValueError naming what is wrong with this shape
+            configs |= shapes(args.method, [depth], [top_k], [total])
+    else:
+        configs = shapes(args.method, args.depths, args.top_ks, args.total_tokens)
+    if not configs:
+        raise ValueError(f"no valid shape among depths={args.depths}, top_ks={args.top_ks}, "
+                         f"total_tokens={args.total_tokens}: total_tokens - 1 must be <= top_k + depth * top_k^2")
+    print(f"CPU: {cpu_description()}")
+    rows = []
+    with torch_threads(args.threads):
+        for dtype in args.dtypes:
+            group = run(dtype, 1, args.num_prompts, args.prompt_len, args.max_tokens, args.repeats,
+                        configs=configs)
+            print_ranked(group)
+            rows += group
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -7,7 +7,8 @@ Chapter 7 (components) and chapter 3 (tree attention). vLLM v0.32.0 counterparts
 plain PyTorch:
 
 1. write each new token's key and value at its slot (`slot_mapping`);
-2. gather every request's keys and values from its slots into a padded batch (`key_slots`);
+2. gather every request's keys and values from its slots into a padded batch (`key_slots`), both in one call
+   (a layer's cache is one [2, num_slots, num_kv_heads, head_dim] tensor);
 3. run `scaled_dot_product_attention` with a boolean mask that is causal within the request, or follows a
    custom (tree) mask among the request's new tokens.
 
@@ -114,9 +115,11 @@ def causal_metadata(
 
 
 def gather_slots(cache: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-    """cache[slots]: cache [num_slots, Hkv, D], slots [B, S] -> [B, S, Hkv, D]. index_select copies whole rows
-    and runs 2 to 4 times faster than advanced indexing on a batch's keys (24 requests x 128 keys)."""
-    return cache.index_select(0, slots.reshape(-1)).view(*slots.shape, *cache.shape[1:])
+    """cache[..., slots, :, :]: cache [..., num_slots, Hkv, D], slots [B, S] -> [..., B, S, Hkv, D]. index_select
+    copies whole rows and runs 2 to 4 times faster than advanced indexing on a batch's keys (24 requests x 128
+    keys); on a layer's [2, num_slots, Hkv, D] cache it gathers keys and values at once."""
+    gathered = cache.index_select(-3, slots.reshape(-1))
+    return gathered.view(*cache.shape[:-3], *slots.shape, *cache.shape[-2:])
 
 
 class PagedAttention(torch.nn.Module):
@@ -134,20 +137,20 @@ class PagedAttention(torch.nn.Module):
         q: torch.Tensor,  # [T, num_heads, head_dim]
         k: torch.Tensor,  # [T, num_kv_heads, head_dim]
         v: torch.Tensor,  # [T, num_kv_heads, head_dim]
-        kv_cache: tuple[torch.Tensor, torch.Tensor],  # 2 x [num_slots, num_kv_heads, head_dim]
+        kv_cache: torch.Tensor,  # [2, num_slots, num_kv_heads, head_dim]: keys, values
         meta: AttentionMetadata,
     ) -> torch.Tensor:  # [T, num_heads, head_dim]
-        k_cache, v_cache = kv_cache
-        k_cache.index_copy_(0, meta.slot_mapping, k)  # k_cache[slot_mapping] = k
-        v_cache.index_copy_(0, meta.slot_mapping, v)
+        # kv_cache[0][slot_mapping] = k, kv_cache[1][slot_mapping] = v (indexing, not unpacking: a view of one
+        # select may be written in place where autograd records it, as EAGLE's training does)
+        kv_cache[0].index_copy_(0, meta.slot_mapping, k)
+        kv_cache[1].index_copy_(0, meta.slot_mapping, v)
 
         if meta.is_uniform_decode:  # request b's queries are tokens b * Q ... b * Q + Q - 1
             q_batch = q.view(*meta.query_index.shape, *q.shape[1:]).transpose(1, 2)  # [B, H, Q, D]
         else:
             q_pad = torch.cat([q, q.new_zeros(1, *q.shape[1:])])  # row T is the padding row
             q_batch = q_pad[meta.query_index].transpose(1, 2)  # [B, H, Q, D]
-        keys = gather_slots(k_cache, meta.key_slots).transpose(1, 2)  # [B, Hkv, S, D]
-        values = gather_slots(v_cache, meta.key_slots).transpose(1, 2)  # [B, Hkv, S, D]
+        keys, values = gather_slots(kv_cache, meta.key_slots).transpose(2, 3)  # 2 x [B, Hkv, S, D]
         out = F.scaled_dot_product_attention(
             q_batch,
             keys,

@@ -317,7 +317,7 @@ def drafter_needs(llm) -> dict:
     module = next((getattr(drafter, a) for a in ("model", "heads", "draft") if hasattr(drafter, a)), None)
     params = {id(p): p for p in module.parameters()}.values() if module is not None else []
     caches = getattr(getattr(drafter, "runner", None), "kv_caches", None) or getattr(drafter, "kv_caches", None)
-    kv = sum((k.numel() + v.numel()) * k.element_size() // k.shape[0] for k, v in caches or [])
+    kv = sum(c.numel() * c.element_size() // c.shape[1] for c in caches or [])  # [2, slots, Hkv, D] per layer
     return {"extra_params": sum(p.numel() for p in params if p.data_ptr() not in shared),
             "extra_kv_bytes_per_token": kv}
 

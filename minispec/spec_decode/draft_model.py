@@ -74,14 +74,14 @@ class DraftModelProposer:
     """
 
     def __init__(
-        self, model: LlamaForCausalLM, kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        self, model: LlamaForCausalLM, kv_caches: list[torch.Tensor],
         kv_cache_manager: KVCacheManager, k: int, max_model_len: int, draft_sample_method: str = "greedy",
     ):
         if draft_sample_method not in DRAFT_SAMPLE_METHODS:
             raise ValueError(f"draft_sample_method={draft_sample_method!r}: choose one of {list(DRAFT_SAMPLE_METHODS)}")
         self.draft_sample_method = draft_sample_method
         self.model = model
-        self.kv_caches = kv_caches  # the draft model's own paged cache, one (k, v) pair per layer
+        self.kv_caches = kv_caches  # the draft model's own paged cache, one [2, slots, Hkv, D] tensor per layer
         self.kv_cache_manager = kv_cache_manager
         self.block_size = kv_cache_manager.block_size
         self.device = kv_caches[0][0].device

@@ -101,7 +101,7 @@ class EagleProposer(TreeDrafting):
         if tree is not None and dynamic_tree is not None:
             raise ValueError("give speculative_token_tree or a dynamic tree config, not both")
         self.draft = draft
-        self.kv_caches = kv_caches  # [(k_cache, v_cache)] for the draft's one layer
+        self.kv_caches = kv_caches  # [2, slots, Hkv, D] (keys, values) for the draft's one layer
         self.kv_cache_manager = kv_cache_manager
         self.block_size = kv_cache_manager.block_size
         self.k = k

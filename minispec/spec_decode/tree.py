@@ -214,7 +214,7 @@ def deepest_accepted_node(tree: SpecTree, accepted: list[bool]) -> int:
 
 
 def compact_kv_cache(
-    kv_caches: list[tuple[torch.Tensor, torch.Tensor]], src_slots: list[int], dst_slots: list[int]
+    kv_caches: list[torch.Tensor], src_slots: list[int], dst_slots: list[int]
 ) -> None:
     """Copy the accepted nodes' keys and values (`src_slots`) onto the request's next consecutive slots
     (`dst_slots`) in every layer. Their RoPE position was already context + depth, the position they now
@@ -224,6 +224,5 @@ def compact_kv_cache(
     device = kv_caches[0][0].device
     src = torch.tensor(src_slots, dtype=torch.long, device=device)
     dst = torch.tensor(dst_slots, dtype=torch.long, device=device)
-    for k_cache, v_cache in kv_caches:
-        k_cache[dst] = k_cache[src]  # the right side is gathered first, so overlaps are safe
-        v_cache[dst] = v_cache[src]
+    for kv_cache in kv_caches:  # [2, num_slots, Hkv, D]: keys and values moved together
+        kv_cache[:, dst] = kv_cache[:, src]  # the right side is gathered first, so overlaps are safe

@@ -84,11 +84,8 @@ class ScoringBench:
         self.block_table = [list(range(int(s), int(s) + n)) for s, n in zip(starts, blocks_per_request)]
         num_slots = int(starts[-1]) * block_size
         dtype, device = model.lm_head.weight.dtype, model.lm_head.weight.device
-        kv_caches = [
-            tuple(
-                torch.zeros(num_slots, cfg.num_key_value_heads, cfg.head_dim, dtype=dtype, device=device)
-                for _ in range(2)
-            )
+        kv_caches = [  # one [2, slots, kv heads, head_dim] tensor per layer, as the engine allocates them
+            torch.zeros(2, num_slots, cfg.num_key_value_heads, cfg.head_dim, dtype=dtype, device=device)
             for _ in range(cfg.num_hidden_layers)
         ]
         self.runner = ModelRunner(model, kv_caches, block_size, device)

@@ -61,8 +61,7 @@ def causal_forward(model, windows: torch.Tensor, aux_layers: tuple[int, ...] = (
     blocks = -(-length // block_size)
     dtype = model.lm_head.weight.dtype
     shape = (num_reqs * blocks * block_size, cfg.num_key_value_heads, cfg.head_dim)
-    kv = [(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
-          for _ in range(cfg.num_hidden_layers)]
+    kv = [torch.zeros(2, *shape, dtype=dtype, device=device) for _ in range(cfg.num_hidden_layers)]  # keys, values
     table = torch.arange(num_reqs * blocks, device=device).view(num_reqs, blocks)  # [B, blocks]
     meta = causal_metadata(table, torch.zeros(num_reqs, dtype=torch.long, device=device),
                            torch.full((num_reqs,), length, dtype=torch.long, device=device), block_size)

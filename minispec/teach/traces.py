@@ -429,7 +429,7 @@ def eagle_first_pass(llm, tokens: list[int]) -> list[int]:
     n, block = len(tokens) - 1, 16
     cfg = draft.config
     shape = (-(-n // block) * block, cfg.num_key_value_heads, cfg.head_dim)
-    kv = [(torch.zeros(shape, dtype=feats.dtype), torch.zeros(shape, dtype=feats.dtype))]
+    kv = [torch.zeros(2, *shape, dtype=feats.dtype)]  # the head's one layer: keys, values
     meta = causal_metadata(torch.arange(shape[0] // block)[None], torch.zeros(1, dtype=torch.long),
                            torch.tensor([n]), block)
     out, _ = draft(torch.tensor(tokens[1:]), meta.slot_positions, feats, kv, meta)

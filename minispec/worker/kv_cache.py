@@ -5,8 +5,10 @@ Chapter 7. vLLM v0.32.0 counterparts: `GPUModelRunner.initialize_kv_cache` / `_a
 the free GPU memory and fills a fraction of it; minispec sizes the cache from a byte budget (CacheConfig) and
 only checks that the machine has the memory.
 
-Layout, per layer: keys and values as two [num_blocks * block_size, num_kv_heads, head_dim] tensors; slot s holds
-the token at position s % block_size of block s // block_size.
+Layout, per layer: one [2, num_blocks * block_size, num_kv_heads, head_dim] tensor, keys at index 0 and values at
+1 (`k_cache, v_cache = kv_cache` unpacks them as views); slot s holds the token at position s % block_size of
+block s // block_size. vLLM too keeps one tensor per layer for keys and values (on CPU, `cpu_attn.py` chunks
+each block into its keys and values); one tensor lets attention gather a request's keys and values in one call.
 """
 
 from __future__ import annotations
@@ -37,19 +39,16 @@ def bytes_per_block(num_layers: int, num_kv_heads: int, head_dim: int, block_siz
 def allocate_kv_caches(
     num_layers: int, num_kv_heads: int, head_dim: int, num_blocks: int, block_size: int, dtype: torch.dtype,
     device: torch.device, what: str = "the KV cache",
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One (keys, values) pair per layer, each [num_blocks * block_size, num_kv_heads, head_dim], zeroed."""
+) -> list[torch.Tensor]:
+    """One [2, num_blocks * block_size, num_kv_heads, head_dim] tensor (keys, values) per layer, zeroed."""
     check_memory(num_blocks * bytes_per_block(num_layers, num_kv_heads, head_dim, block_size, dtype), device,
                  f"{what} ({num_blocks} blocks)")
-    shape = (num_blocks * block_size, num_kv_heads, head_dim)
-    return [
-        (torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
-        for _ in range(num_layers)
-    ]
+    shape = (2, num_blocks * block_size, num_kv_heads, head_dim)
+    return [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
 
 
 def allocate_for_model(model, num_blocks: int, block_size: int, device: torch.device,
-                       what: str = "the KV cache") -> list[tuple[torch.Tensor, torch.Tensor]]:
+                       what: str = "the KV cache") -> list[torch.Tensor]:
     """The caches of a LlamaForCausalLM-shaped model, in its weights' dtype."""
     arch = model.config
     dtype = model.model.embed_tokens.weight.dtype

@@ -75,7 +75,7 @@ class ModelRunner(TreeVerificationMixin):
     def __init__(
         self,
         model: LlamaForCausalLM,
-        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        kv_caches: list[torch.Tensor],
         block_size: int,
         device: torch.device,
         speculative_config: SpeculativeConfig | None = None,

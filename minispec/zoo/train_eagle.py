@@ -141,7 +141,7 @@ def losses(draft, version, batch, hf_target, args, device, ttt_steps: int | None
     kv = draft.config.num_key_value_heads, draft.config.head_dim
     steps = 1 if version == 1 else ttt_steps or args.ttt_steps
     dtype = torch.bfloat16 if torch.is_autocast_enabled("cpu") else torch.float32
-    cache = tuple(torch.zeros(inputs.shape[0] * steps * t, *kv, device=device, dtype=dtype) for _ in range(2))
+    cache = torch.zeros(2, inputs.shape[0] * steps * t, *kv, device=device, dtype=dtype)  # keys, values
     total, accs = 0.0, []
     if version == 1:
         noisy = feats[:, :t] + (torch.rand_like(feats[:, :t]) * 2 - 1) * args.noise
@@ -188,7 +188,7 @@ def heldout_acceptance(draft_dir: Path, target_dir: Path, num_prompts: int = 200
         feats, _, _ = target_features(hf_target, batch, version, draft.aux_hidden_layers)
         blocks = len(batch) * (prompt_len + 2 * k + 16) // 16 + 1
         shape = (blocks * 16, draft.config.num_key_value_heads, draft.config.head_dim)
-        proposer = EagleProposer(draft, [(torch.zeros(shape), torch.zeros(shape))], KVCacheManager(blocks, 16),
+        proposer = EagleProposer(draft, [torch.zeros(2, *shape)], KVCacheManager(blocks, 16),
                                  k, prompt_len + 2 * k + 8)
         requests = []
         for i, prompt in enumerate(batch.tolist()):

@@ -23,8 +23,8 @@ def test_varlen_batch_equals_each_request_alone(dtype):
     context_lens, query_lens = torch.tensor([5, 0, 9]), torch.tensor([1, 6, 3])  # decode, prefill, chunk
     block_table = torch.tensor([[3, 7, 0, 0], [1, 2, 0, 0], [4, 5, 6, 8]])  # blocks per request, padded
     num_slots = 9 * BLOCK
-    k_cache, v_cache = torch.zeros(num_slots, KV_HEADS, HEAD_DIM, dtype=dtype), torch.zeros(
-        num_slots, KV_HEADS, HEAD_DIM, dtype=dtype)
+    kv_cache = torch.zeros(2, num_slots, KV_HEADS, HEAD_DIM, dtype=dtype)  # one layer's keys and values
+    k_cache, v_cache = kv_cache
     # the cached context of every request, and its keys and values as one contiguous tensor per request
     full_k, full_v = [], []
     for b, (ctx, new) in enumerate(zip(context_lens.tolist(), query_lens.tolist())):
@@ -38,7 +38,7 @@ def test_varlen_batch_equals_each_request_alone(dtype):
     k = torch.cat([fk[c:] for fk, c in zip(full_k, context_lens.tolist())])
     v = torch.cat([fv[c:] for fv, c in zip(full_v, context_lens.tolist())])
 
-    out = PagedAttention(HEADS, KV_HEADS, HEAD_DIM)(q, k, v, (k_cache, v_cache), meta)  # [T, H, D]
+    out = PagedAttention(HEADS, KV_HEADS, HEAD_DIM)(q, k, v, kv_cache, meta)  # [T, H, D]
 
     assert torch.equal(k_cache[meta.slot_mapping], k) and torch.equal(v_cache[meta.slot_mapping], v)
     start = 0

@@ -24,7 +24,7 @@ def drafts(tmp_path_factory):
 
 def proposer(draft, k=4, **kw):
     shape = (64 * 8, draft.config.num_key_value_heads, draft.config.head_dim)
-    kv = [(torch.zeros(shape), torch.zeros(shape))]
+    kv = [torch.zeros(2, *shape)]
     return EagleProposer(draft, kv, KVCacheManager(64, 8), k, 256, **kw)
 
 
@@ -76,7 +76,7 @@ def test_chain_drafts_match_a_dense_unrolled_forward(drafts, name):
     hidden = torch.zeros(1, t, draft.config.hidden_size)
     hidden[0, : n - 1] = draft.combine_hidden_states(features)
     shape = (k * t, draft.config.num_key_value_heads, draft.config.head_dim)
-    cache = (torch.zeros(shape), torch.zeros(shape))
+    cache = torch.zeros(2, *shape)
     with torch.no_grad():
         for j in range(k):
             out, feed = draft_forward(draft, seq, hidden, j, k, cache, "cpu")
@@ -158,7 +158,7 @@ def dense_path_log_probs(draft, tokens, features, path):
     hidden = torch.zeros(1, t, draft.config.hidden_size)
     hidden[0, : n - 1] = draft.combine_hidden_states(features)
     shape = (k * t, draft.config.num_key_value_heads, draft.config.head_dim)
-    cache = (torch.zeros(shape), torch.zeros(shape))
+    cache = torch.zeros(2, *shape)
     vocab = getattr(draft, "draft_vocab_size", draft.config.vocab_size)
     to_target = draft.draft_to_target(torch.arange(vocab)).tolist()
     out_lp = []

@@ -64,9 +64,10 @@ def test_walk_and_deepest_node():
 
 
 def test_compact_kv_cache_moves_accepted_nodes():
-    k = torch.arange(12.0)[:, None, None].repeat(1, 1, 2)  # [slots, heads, dim]: slot i holds i
-    v = -k.clone()
-    compact_kv_cache([(k, v)], src_slots=[5, 7], dst_slots=[4, 5])
+    slots = torch.arange(12.0)[:, None, None].repeat(1, 1, 2)  # [slots, heads, dim]: slot i holds i
+    kv_cache = torch.stack([slots, -slots])  # [2, slots, heads, dim]: keys, values
+    k, v = kv_cache
+    compact_kv_cache([kv_cache], src_slots=[5, 7], dst_slots=[4, 5])
     assert k[:, 0, 0].tolist() == [0, 1, 2, 3, 5, 7, 6, 7, 8, 9, 10, 11]
     assert torch.equal(v, -k)
 

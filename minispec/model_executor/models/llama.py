@@ -247,7 +247,7 @@ class LlamaForCausalLM(nn.Module):
         self,
         input_ids: torch.Tensor,  # [T]
         positions: torch.Tensor,  # [T]
-        kv_caches: list[tuple[torch.Tensor, torch.Tensor]],
+        kv_caches: list[torch.Tensor],
         attn_metadata: AttentionMetadata,
         aux_hidden_layers: tuple[int, ...] = (),
         inputs_embeds: torch.Tensor | None = None,

@@ -140,10 +140,7 @@ class PagedAttention(torch.nn.Module):
         kv_cache: torch.Tensor,  # [2, num_slots, num_kv_heads, head_dim]: keys, values
         meta: AttentionMetadata,
     ) -> torch.Tensor:  # [T, num_heads, head_dim]
-        # kv_cache[0][slot_mapping] = k, kv_cache[1][slot_mapping] = v (indexing, not unpacking: a view of one
-        # select may be written in place where autograd records it, as EAGLE's training does)
-        kv_cache[0].index_copy_(0, meta.slot_mapping, k)
-        kv_cache[1].index_copy_(0, meta.slot_mapping, v)
+        kv_cache.index_copy_(1, meta.slot_mapping, torch.stack([k, v]))  # kv_cache[:, slot_mapping] = (k, v)
 
         if meta.is_uniform_decode:  # request b's queries are tokens b * Q ... b * Q + Q - 1
             q_batch = q.view(*meta.query_index.shape, *q.shape[1:]).transpose(1, 2)  # [B, H, Q, D]

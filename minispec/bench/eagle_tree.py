@@ -33,20 +33,24 @@ def shape_name(total_tokens: int, depth: int, top_k: int) -> str:
     return f"total={total_tokens} depth={depth} top_k={top_k}"
 
 
+def shape_config(method: str, total_tokens: int, depth: int, top_k: int) -> dict:
+    """The speculative_config of one shape; ValueError (from DynamicTreeConfig) naming what is wrong with it."""
+    DynamicTreeConfig(total_tokens, depth, top_k)
+    return {"method": method, "model": f"zoo:{method}", "total_tokens": total_tokens, "depth": depth,
+            "top_k": top_k}
+
+
 def shapes(method: str, depths: Sequence[int], top_ks: Sequence[int], totals: Sequence[int]) -> dict[str, dict]:
     """speculative_config per valid shape (a tree of total_tokens - 1 drafts must fit in what the depths
-    generate: top_k + depth * top_k^2), in the order depth, top_k, total_tokens."""
+    generate: top_k + depth * top_k^2), in the order depth, top_k, total_tokens; invalid ones are skipped."""
     configs = {}
     for depth in depths:
         for top_k in top_ks:
             for total in totals:
                 try:
-                    DynamicTreeConfig(total, depth, top_k)
+                    configs[shape_name(total, depth, top_k)] = shape_config(method, total, depth, top_k)
                 except ValueError:
                     continue
-                configs[shape_name(total, depth, top_k)] = {
-                    "method": method, "model": f"zoo:{method}", "total_tokens": total, "depth": depth,
-                    "top_k": top_k}
     return configs
 
 
@@ -91,8 +95,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 total, depth, top_k = (int(x) for x in text.split(","))
             except ValueError:
                 raise ValueError(f"--shapes {text!r}: expected TOTAL,DEPTH,TOP_K, three integers") from None
-            DynamicTreeConfig(total, depth, top_k)  # a ValueError naming what is wrong with this shape
-            configs |= shapes(args.method, [depth], [top_k], [total])
+            configs[shape_name(total, depth, top_k)] = shape_config(args.method, total, depth, top_k)
     else:
         configs = shapes(args.method, args.depths, args.top_ks, args.total_tokens)
     if not configs:

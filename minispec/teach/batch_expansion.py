@@ -30,6 +30,7 @@ from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.sampling_params import SamplingParams
+from minispec.worker.kv_cache import allocate_kv_caches
 from minispec.worker.model_runner import ModelRunner
 
 METHODS = ("batch_expansion", "mqa")
@@ -82,12 +83,9 @@ class ScoringBench:
         blocks_per_request = [cdiv(len(h) + self.k, block_size) for h in histories]
         starts = np.concatenate([[0], np.cumsum(blocks_per_request)])
         self.block_table = [list(range(int(s), int(s) + n)) for s, n in zip(starts, blocks_per_request)]
-        num_slots = int(starts[-1]) * block_size
         dtype, device = model.lm_head.weight.dtype, model.lm_head.weight.device
-        kv_caches = [  # one [2, slots, kv heads, head_dim] tensor per layer, as the engine allocates them
-            torch.zeros(2, num_slots, cfg.num_key_value_heads, cfg.head_dim, dtype=dtype, device=device)
-            for _ in range(cfg.num_hidden_layers)
-        ]
+        kv_caches = allocate_kv_caches(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
+                                       int(starts[-1]), block_size, dtype, device)
         self.runner = ModelRunner(model, kv_caches, block_size, device)
         self._params = SamplingParams(temperature=0.0, max_tokens=1)
         self._prefill()

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from minispec.attention.paged_attention import causal_metadata
+from minispec.worker.kv_cache import allocate_kv_caches
 
 
 @dataclass
@@ -60,8 +61,8 @@ def causal_forward(model, windows: torch.Tensor, aux_layers: tuple[int, ...] = (
     num_reqs, length = windows.shape
     blocks = -(-length // block_size)
     dtype = model.lm_head.weight.dtype
-    shape = (num_reqs * blocks * block_size, cfg.num_key_value_heads, cfg.head_dim)
-    kv = [torch.zeros(2, *shape, dtype=dtype, device=device) for _ in range(cfg.num_hidden_layers)]  # keys, values
+    kv = allocate_kv_caches(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, num_reqs * blocks,
+                            block_size, dtype, device, "the scratch KV cache")
     table = torch.arange(num_reqs * blocks, device=device).view(num_reqs, blocks)  # [B, blocks]
     meta = causal_metadata(table, torch.zeros(num_reqs, dtype=torch.long, device=device),
                            torch.full((num_reqs,), length, dtype=torch.long, device=device), block_size)

@@ -415,6 +415,7 @@ def eagle_first_pass(llm, tokens: list[int]) -> list[int]:
     from minispec.attention.paged_attention import causal_metadata
     from minispec.spec_decode.eagle import target_features
     from minispec.teach.medusa_accuracy import causal_forward
+    from minispec.worker.kv_cache import allocate_kv_caches
 
     if len(tokens) < 2:
         raise ValueError(f"tokens has {len(tokens)} entries; EAGLE's first pass needs at least 2")
@@ -428,9 +429,9 @@ def eagle_first_pass(llm, tokens: list[int]) -> list[int]:
     feats = draft.combine_hidden_states(feats)  # [n - 1, H]
     n, block = len(tokens) - 1, 16
     cfg = draft.config
-    shape = (-(-n // block) * block, cfg.num_key_value_heads, cfg.head_dim)
-    kv = [torch.zeros(2, *shape, dtype=feats.dtype)]  # the head's one layer: keys, values
-    meta = causal_metadata(torch.arange(shape[0] // block)[None], torch.zeros(1, dtype=torch.long),
+    num_blocks = -(-n // block)
+    kv = allocate_kv_caches(1, cfg.num_key_value_heads, cfg.head_dim, num_blocks, block, feats.dtype, feats.device)
+    meta = causal_metadata(torch.arange(num_blocks)[None], torch.zeros(1, dtype=torch.long),
                            torch.tensor([n]), block)
     out, _ = draft(torch.tensor(tokens[1:]), meta.slot_positions, feats, kv, meta)
     return draft.draft_to_target(draft.compute_logits(out).argmax(dim=-1)).tolist()

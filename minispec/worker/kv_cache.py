@@ -6,8 +6,9 @@ the free GPU memory and fills a fraction of it; minispec sizes the cache from a 
 only checks that the machine has the memory.
 
 Layout, per layer: one [2, num_blocks * block_size, num_kv_heads, head_dim] tensor, the keys `kv_cache[0]` and
-the values `kv_cache[1]` (views); slot s holds the token at position s % block_size of block s // block_size. vLLM too keeps one tensor per layer for keys and values (on CPU, `cpu_attn.py` chunks
-each block into its keys and values); one tensor lets attention gather a request's keys and values in one call.
+the values `kv_cache[1]` (views); slot s holds the token at position s % block_size of block s // block_size.
+vLLM too keeps one tensor per layer for keys and values (on CPU, `cpu_attn.py` chunks each block into its keys
+and values); one tensor lets attention write and gather a request's keys and values in one call each.
 """
 
 from __future__ import annotations

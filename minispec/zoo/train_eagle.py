@@ -173,6 +173,7 @@ def heldout_acceptance(draft_dir: Path, target_dir: Path, num_prompts: int = 200
     from minispec.model_executor.model_loader import get_model
     from minispec.sample.metadata import SamplingMetadata
     from minispec.spec_decode.eagle import EagleProposer
+    from minispec.worker.kv_cache import allocate_kv_caches
     from minispec.zoo.evaluate import greedy_tokens
 
     hf_target = load_model(target_dir)
@@ -187,8 +188,9 @@ def heldout_acceptance(draft_dir: Path, target_dir: Path, num_prompts: int = 200
         wanted = greedy_tokens(hf_target, batch, k + 1)  # [b, k + 1]
         feats, _, _ = target_features(hf_target, batch, version, draft.aux_hidden_layers)
         blocks = len(batch) * (prompt_len + 2 * k + 16) // 16 + 1
-        shape = (blocks * 16, draft.config.num_key_value_heads, draft.config.head_dim)
-        proposer = EagleProposer(draft, [torch.zeros(2, *shape)], KVCacheManager(blocks, 16),
+        caches = allocate_kv_caches(1, draft.config.num_key_value_heads, draft.config.head_dim, blocks, 16,
+                                    torch.float32, torch.device("cpu"))
+        proposer = EagleProposer(draft, caches, KVCacheManager(blocks, 16),
                                  k, prompt_len + 2 * k + 8)
         requests = []
         for i, prompt in enumerate(batch.tolist()):

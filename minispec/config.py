@@ -154,6 +154,11 @@ class SpeculativeConfig:
     acceptance_method: str = "rejection_sampler"
     posterior_threshold: float = 0.09  # typical acceptance: accept x iff p(x) > min(threshold,
     posterior_alpha: float = 0.3  # alpha * exp(-entropy))
+    # vLLM's "Override the default enforce_eager from model_config", for the drafter's network: None follows
+    # the engine's enforce_eager; False compiles the drafter's forward even when the target runs eager (on a
+    # CPU, compiling is what removes a small network's per-operation cost, as CUDA graphs do for vLLM's drafter
+    # on a GPU); True keeps the drafter eager under a compiled target. n-gram lookup has no network to compile
+    enforce_eager: bool | None = None
 
     def __post_init__(self) -> None:
         self._check_method_and_model()
@@ -170,6 +175,9 @@ class SpeculativeConfig:
         self.token_tree = self._parse_tree()
         self.dynamic_tree = self._parse_dynamic_tree()
         self._check_draft_sample_method()
+        if self.enforce_eager is not None and not isinstance(self.enforce_eager, bool):
+            raise _type_error("speculative_config enforce_eager", self.enforce_eager,
+                              "None (the engine's enforce_eager), True (eager drafter) or False (compiled drafter)")
         if self.num_speculative_tokens is None:
             raise ValueError(
                 f"num_speculative_tokens is required for method={self.method!r} (as in vLLM): give an int in "
@@ -284,6 +292,14 @@ class SpeculativeConfig:
         elif self.num_speculative_tokens != num_nodes:
             raise ValueError(f"num_speculative_tokens={self.num_speculative_tokens} but {what}; leave "
                              "num_speculative_tokens out (it is derived) or make the two agree")
+
+    def drafter_eager(self, enforce_eager: bool) -> bool:
+        """Whether the drafter runs eager in an engine built with `enforce_eager`."""
+        return enforce_eager if self.enforce_eager is None else self.enforce_eager
+
+    def compiles_drafter(self, enforce_eager: bool) -> bool:
+        """Whether an engine built with `enforce_eager` compiles a drafter network (n-gram lookup has none)."""
+        return self.method != "ngram" and not self.drafter_eager(enforce_eager)
 
     @classmethod
     def from_dict(cls, spec: SpeculativeConfig | dict[str, Any] | None) -> SpeculativeConfig | None:

@@ -1,7 +1,8 @@
 """Every speculative method on the zoo pair: acceptance, measured costs, prediction and speedup (chapters 2-5).
 
 Run: `python -m minispec.bench.spec_decode [--quick] [--dtypes float32 auto] [--batch-sizes 1 16]
-[--num-prompts 8] [--max-tokens 64] [--repeats 2] [--threads 1] [--methods NAME ...] [--compile] [--refill] [--phases]`.
+[--num-prompts 8] [--max-tokens 64] [--repeats 2] [--threads 1] [--methods NAME ...] [--compile]
+[--compile-drafter] [--refill] [--phases]`.
 
 For each dtype and batch size, plain greedy decoding and every method of METHODS decode the same held-out
 prompts in the same process (batch 1: one request at a time; batch B: B requests in one `generate`; with
@@ -49,6 +50,10 @@ MEDUSA_TREE = MEASURED_TREE
 EAGLE2 = {"total_tokens": 16, "depth": 4, "top_k": 2}
 METHODS: dict[str, dict] = {
     "draft_model k=5": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 5},
+    # speculative_config enforce_eager=False: the draft model compiled, the target eager. Compiling removes most
+    # of a small model's per-operation cost (c 0.20 -> 0.12 in float32), so longer chains pay
+    "draft k=7 compiled": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 7,
+                           "enforce_eager": False},
     "ngram k=4": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
     # where verification is nearly flat in the token count (a CPU with AMX, a GPU), longer and more frequent
     # n-gram drafts pay: 8 drafts, and a match of a single token is enough
@@ -171,31 +176,36 @@ def run(
     enforce_eager: bool = True,
     refill: bool = False,
     configs: dict[str, dict] | None = None,
+    compile_drafter: bool = False,
 ) -> list[dict]:
     """One row per method at one dtype and batch size (`num_prompts` is raised to batch_size if smaller).
     `configs` (name -> speculative_config) replaces METHODS, e.g. the EAGLE-2 tree shapes of bench.eagle_tree.
     enforce_eager=False compiles every engine's models (minispec.compilation); the warm-up then also pays
     for compiling each shape the timed runs meet. With `refill` every prompt goes into one `generate` and
-    the scheduler keeps batch_size requests running, starting a waiting one whenever one finishes."""
+    the scheduler keeps batch_size requests running, starting a waiting one whenever one finishes.
+    `compile_drafter` sets speculative_config enforce_eager=False: the drafters' networks compiled, the target
+    (and plain decoding) as `enforce_eager` says."""
     from minispec.zoo.corpus import heldout_prompt_ids
 
     prompts = heldout_prompt_ids(max(num_prompts, batch_size), prompt_len)
     plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size, enforce_eager=enforce_eager)
-    warm_up = 4 if enforce_eager else 16  # compiled: meet the prefill, decode and verification shapes first
-    decode(plain, prompts[:batch_size], warm_up, batch_size)
+    decode(plain, prompts[:batch_size], 4 if enforce_eager else 16, batch_size)
     plain_tokens = decode(plain, prompts, max_tokens, batch_size, refill)[1]
     configs = METHODS if configs is None else configs
     rows = []
     for name in methods or list(configs):
         try:
             llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size,
-                      speculative_config=dict(configs[name]), enforce_eager=enforce_eager)
+                      speculative_config=dict(configs[name]) | ({"enforce_eager": False} if compile_drafter else {}),
+                      enforce_eager=enforce_eager)
         except FileNotFoundError as e:  # a zoo model that has not been trained here
             print(f"skipping {name}: {e}")
             continue
         runner = llm.llm_engine.model_runner
-        k = runner.speculative_config.num_speculative_tokens
-        decode(llm, prompts[:batch_size], warm_up, batch_size)
+        spec = runner.speculative_config
+        k = spec.num_speculative_tokens
+        # compiled: meet the prefill, decode and verification shapes (and the drafter's) first
+        decode(llm, prompts[:batch_size], 4 if enforce_eager and not spec.compiles_drafter(True) else 16, batch_size)
         plain_s = spec_s = float("inf")
         for _ in range(repeats):  # plain and speculative alternate, so a burst of load hits both
             plain_s = min(plain_s, decode(plain, prompts, max_tokens, batch_size, refill)[0])
@@ -217,6 +227,7 @@ def run(
         predicted = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
         rows.append({
             "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1, "enforce_eager": enforce_eager,
+            "compile_drafter": compile_drafter,
             "refill": refill, "num_prompts": len(prompts),
             "mean_acceptance_length": mean_len, "acceptance_rate": stats.acceptance_rate,
             "tokens_per_step": phases["tokens"],
@@ -238,6 +249,8 @@ def print_table(rows: list[dict], phases: bool = False) -> None:
         return
     r0 = rows[0]
     mode = "" if r0.get("enforce_eager", True) else " (compiled)"
+    if r0.get("compile_drafter") and r0.get("enforce_eager", True):
+        mode += " (eager target, compiled drafters)"
     if r0.get("refill"):
         mode += f", {r0['num_prompts']} requests refilling"
     print(f"\n{r0['dtype']}{mode}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
@@ -269,6 +282,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
     ap.add_argument("--compile", action="store_true",
                     help="enforce_eager=False: torch.compile every engine's models (vLLM's default)")
+    ap.add_argument("--compile-drafter", action="store_true",
+                    help="speculative_config enforce_eager=False: compile each drafter's network, the target as "
+                         "--compile says (eager by default)")
     ap.add_argument("--refill", action="store_true",
                     help="every prompt in one generate, at most batch-size running at once: the scheduler starts "
                          "a waiting request when one finishes, as a server does (default: batches one by one)")
@@ -282,7 +298,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for dtype in args.dtypes:
             for batch_size in args.batch_sizes:
                 group = run(dtype, batch_size, args.num_prompts, args.prompt_len, args.max_tokens, args.repeats,
-                            args.methods, enforce_eager=not args.compile, refill=args.refill)
+                            args.methods, enforce_eager=not args.compile, refill=args.refill,
+                            compile_drafter=args.compile_drafter)
                 print_table(group, args.phases)
                 rows += group
     return rows

@@ -94,7 +94,7 @@ class LLMEngine:
         if not isinstance(enforce_eager, bool):
             raise TypeError(f"enforce_eager={enforce_eager!r} must be True (eager PyTorch, minispec's default) or "
                             "False (torch.compile, vLLM's default)")
-        if not enforce_eager:
+        if not enforce_eager or (speculative_config is not None and speculative_config.compiles_drafter(enforce_eager)):
             check_compiler(self.device)
         torch.manual_seed(self.model_config.seed)  # the generator of unseeded requests, as vLLM's seed does
 

@@ -22,11 +22,13 @@ argmax without leaving the device, and bring the drafts to the host once at the 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
-from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, slots_of
+from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, to_device
 from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
@@ -160,33 +162,30 @@ class DraftModelProposer:
                 self.draft_probs.pop(state.request_id, None)
         return drafts
 
-    def _block_table(self, states: list[DraftState]) -> torch.Tensor:
-        tables = [self.kv_cache_manager.get_block_ids(s.request_id) for s in states]
-        width = max(len(t) for t in tables)
-        return torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.long, device=self.device)
+    def _block_table(self, states: list[DraftState]) -> np.ndarray:
+        return padded_block_table([self.kv_cache_manager.get_block_ids(s.request_id) for s in states])
 
     def _draft(self, states: list[DraftState], budgets: list[int], md: SamplingMetadata):
         """Token ids [B, max(budgets)] (row j valid up to budgets[j]), the per-step probabilities of sampled
         drafts ([B, V] each; [] when every draft is an argmax) and which rows drafted greedily."""
         dev, num_reqs, depth = self.device, len(states), max(budgets)
-        block_table = self._block_table(states)  # [B, max_blocks]
+        block_table = self._block_table(states)  # [B, max_blocks] on the host
         context = [s.num_computed_tokens for s in states]
         lens = [s.num_tokens for s in states]  # the draft at step t sits at position lens[b] + t
         # step 0: every uncached token of every request, causally, in one forward
-        query_lens = torch.tensor([n - c for n, c in zip(lens, context)], dtype=torch.long, device=dev)  # [B]
-        meta = causal_metadata(block_table, torch.tensor(context, device=dev), query_lens, self.block_size)
+        query_lens = [n - c for n, c in zip(lens, context)]
+        meta = causal_metadata(block_table, context, query_lens, self.block_size, dev)
         input_ids = torch.tensor([t for s, c in zip(states, context) for t in s.all_token_ids[c:]], device=dev)
         hidden = self.model(input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
-        ids, p, is_greedy = sample_draft_token_ids(
-            self.model.compute_logits(hidden[torch.cumsum(query_lens, 0) - 1]), md, self.draft_sample_method
-        )
+        last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B] each request's last token
+        ids, p, is_greedy = sample_draft_token_ids(self.model.compute_logits(hidden[last]), md, self.draft_sample_method)
         token_ids = torch.zeros(num_reqs, depth, dtype=torch.long, device=dev)  # [B, depth]
         token_ids[:, 0] = ids
         probs = [] if p is None else [p]
         if depth == 1:
             return token_ids, probs, is_greedy
         # steps 1 .. depth - 1 feed one token per request; their positions, cache slots and masks, built once
-        steps = DecodeSteps.build(block_table, lens, budgets, self.block_size)
+        steps = DecodeSteps.build(block_table, lens, budgets, self.block_size, dev)
         rows = None  # the rows still drafting (None: all of them)
         for t in range(1, depth):
             active = [j for j, b in enumerate(budgets) if b > t]
@@ -221,22 +220,22 @@ class DecodeSteps:
     arange: torch.Tensor  # [B]
 
     @classmethod
-    def build(cls, block_table: torch.Tensor, lens: list[int], budgets: list[int], block_size: int) -> DecodeSteps:
-        dev = block_table.device
+    def build(cls, block_table: np.ndarray, lens: list[int], budgets: list[int], block_size: int,
+              device: torch.device | str = "cpu") -> DecodeSteps:
+        """From the host's block table [B, max_blocks] with numpy (cheaper than tensor ops right after a forward,
+        as `causal_metadata`), moved to `device` once."""
         num_reqs, depth = len(lens), max(budgets)
-        span = max(n + b - 1 for n, b in zip(lens, budgets))  # longest sequence the loop builds: S
-        base = torch.tensor(lens, dtype=torch.long, device=dev)  # [B]
-        last = torch.tensor([n + b - 1 for n, b in zip(lens, budgets)], device=dev)  # [B] tokens cached at the end
-        step = torch.arange(depth - 1, device=dev)  # [depth - 1]
-        key_pos = torch.arange(span, device=dev)  # [S]
-        key_slots = slots_of(block_table, key_pos.expand(num_reqs, span), block_size)  # [B, S]
-        key_slots = key_slots.masked_fill(key_pos[None, :] >= last[:, None], 0)
-        positions = base[:, None] + step[None, :]  # [B, depth - 1]
-        slot_mapping = key_slots.gather(1, positions.clamp(max=span - 1))  # [B, depth - 1]
-        seq_lens = positions + 1  # [B, depth - 1]
-        attn_mask = key_pos[None, None, :] < seq_lens.T[:, :, None]  # [depth - 1, B, S]
-        return cls(positions, slot_mapping, key_slots, attn_mask[:, :, None, None, :],
-                   torch.arange(num_reqs, device=dev))
+        base = np.asarray(lens, dtype=np.int64)  # [B]
+        last = base + np.asarray(budgets) - 1  # [B] tokens cached at the end of the call
+        span = int(last.max())  # longest sequence the loop builds: S
+        key_pos = np.arange(span)  # [S]
+        key_slots = block_table[:, key_pos // block_size] * block_size + key_pos % block_size  # [B, S]
+        key_slots[key_pos[None, :] >= last[:, None]] = 0
+        positions = base[:, None] + np.arange(depth - 1)[None, :]  # [B, depth - 1]
+        slot_mapping = np.take_along_axis(key_slots, np.minimum(positions, span - 1), axis=1)  # [B, depth - 1]
+        attn_mask = key_pos[None, None, :] < (positions + 1).T[:, :, None]  # [depth - 1, B, S]
+        return cls(*to_device(device, positions, slot_mapping, key_slots, attn_mask[:, :, None, None, :],
+                              np.arange(num_reqs)))
 
     def metadata(self, t: int, rows: torch.Tensor | None, max_seq_len: int) -> AttentionMetadata:
         """Step t's metadata for the rows still drafting (None: all), keys cut to the longest of them."""
@@ -254,6 +253,14 @@ class DecodeSteps:
             attn_mask=mask[..., :max_seq_len],
             is_uniform_decode=True,
         )
+
+
+def padded_block_table(tables: list[list[int]]) -> np.ndarray:
+    """Each request's cache blocks, padded with block 0 to the longest: [B, max_blocks] int64."""
+    table = np.zeros((len(tables), max(len(t) for t in tables)), dtype=np.int64)
+    for b, blocks in enumerate(tables):
+        table[b, : len(blocks)] = blocks
+    return table
 
 
 GREEDY = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)  # argmax drafts for every row

@@ -31,8 +31,10 @@ scheduled request, with the rows that stay valid after verification); EAGLE-3 fu
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, slots_of
@@ -40,7 +42,7 @@ from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.draft_model import DecodeSteps, sample_draft_token_ids
+from minispec.spec_decode.draft_model import DecodeSteps, padded_block_table, sample_draft_token_ids
 from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
 from minispec.spec_decode.tree import SpecTree, check_tree_ranks
 
@@ -73,8 +75,10 @@ class DraftBatch:
     """The requests drafting this step, as tensors: what every per-depth forward needs."""
 
     states: list[EagleState]
-    block_table: torch.Tensor  # [B, max_blocks] int64, the draft cache's blocks
+    host_block_table: np.ndarray  # [B, max_blocks] int64, the draft cache's blocks
+    block_table: torch.Tensor  # the same on the device
     committed: torch.Tensor  # [B] committed entries after the first pass (= n - 1)
+    host_committed: list[int]  # the same on the host
     root_out: torch.Tensor  # [B, H] the first pass's last output (for logits)
     root_feed: torch.Tensor  # [B, H] the same entry's state to feed back
 
@@ -248,31 +252,25 @@ class EagleProposer(TreeDrafting):
             self.max_model_len, self.draft.config.max_position_embeddings
         )
 
-    def _block_table(self, states: list[EagleState]) -> torch.Tensor:
-        tables = [self.kv_cache_manager.get_block_ids(s.request_id) for s in states]
-        width = max(len(t) for t in tables)
-        table = torch.zeros(len(tables), width, dtype=torch.long)  # [B, max_blocks]
-        for b, blocks in enumerate(tables):
-            table[b, : len(blocks)] = torch.tensor(blocks, dtype=torch.long)
-        return table.to(self.device)
-
     def _first_pass(self, states: list[EagleState], histories: list[list[int]]) -> DraftBatch:
         """Feed every uncommitted entry (x_{p+1}, f_p) causally, all requests in one forward."""
         dev = self.device
-        block_table = self._block_table(states)
-        context = torch.tensor([s.num_computed_tokens for s in states], dtype=torch.long, device=dev)  # [B]
-        tokens = [h[s.num_computed_tokens + 1 :] for s, h in zip(states, histories)]  # x_{c+1} .. x_{n-1}
-        query_lens = torch.tensor([len(t) for t in tokens], dtype=torch.long, device=dev)  # [B]
-        meta = causal_metadata(block_table, context, query_lens, self.block_size)
+        block_table = padded_block_table([self.kv_cache_manager.get_block_ids(s.request_id) for s in states])
+        context = [s.num_computed_tokens for s in states]  # [B]
+        tokens = [h[c + 1 :] for c, h in zip(context, histories)]  # x_{c+1} .. x_{n-1}
+        query_lens = [len(t) for t in tokens]  # [B]
+        meta = causal_metadata(block_table, context, query_lens, self.block_size, dev)
         features = torch.cat([f for s in states for f in s.features])  # [T, H]
         input_ids = torch.tensor([t for row in tokens for t in row], dtype=torch.long, device=dev)  # [T]
         positions = meta.slot_positions  # [T] entry p sits at RoPE position p
         out, feed = self.draft(input_ids, positions, features, self.kv_caches, meta)  # [T, H] each
-        last = torch.cumsum(query_lens, 0) - 1  # [B]
+        committed = [c + n for c, n in zip(context, query_lens)]  # [B]
+        last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B]
         for s, h in zip(states, histories):
             s.num_computed_tokens = len(h) - 1
             s.features = []
-        return DraftBatch(states, block_table, context + query_lens, out[last], feed[last])
+        return DraftBatch(states, block_table, torch.from_numpy(block_table).to(dev),
+                          torch.tensor(committed, device=dev), committed, out[last], feed[last])
 
     # ---- one forward over a depth's nodes, every request at once ------------------------------------------
     def _run_depth(
@@ -325,10 +323,10 @@ class EagleProposer(TreeDrafting):
         scores = torch.zeros(num_reqs, self.k, device=dev)  # [B, k] cumulative draft log-probability
         probs: list[torch.Tensor] = []  # per depth [B, draft vocab], when random rows sample their drafts
         out, feed = batch.root_out, batch.root_feed  # [B, H]
-        committed = batch.committed.tolist()
+        committed = batch.host_committed
         longest = max(committed)
         steps = None if self.k == 1 else DecodeSteps.build(
-            batch.block_table, committed, [self.k] * num_reqs, self.block_size
+            batch.host_block_table, committed, [self.k] * num_reqs, self.block_size, dev
         )
         for step in range(self.k):
             logits = self.draft.compute_logits(out).float()  # [B, draft vocab]

@@ -63,9 +63,8 @@ def causal_forward(model, windows: torch.Tensor, aux_layers: tuple[int, ...] = (
     dtype = model.lm_head.weight.dtype
     kv = allocate_kv_caches(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, num_reqs * blocks,
                             block_size, dtype, device, "the scratch KV cache")
-    table = torch.arange(num_reqs * blocks, device=device).view(num_reqs, blocks)  # [B, blocks]
-    meta = causal_metadata(table, torch.zeros(num_reqs, dtype=torch.long, device=device),
-                           torch.full((num_reqs,), length, dtype=torch.long, device=device), block_size)
+    table = np.arange(num_reqs * blocks).reshape(num_reqs, blocks)  # [B, blocks]
+    meta = causal_metadata(table, np.zeros(num_reqs, dtype=np.int64), np.full(num_reqs, length), block_size, device)
     out = model(windows.flatten().to(device), meta.slot_positions, kv, meta, aux_hidden_layers=tuple(aux_layers))
     aux = [a.view(num_reqs, length, -1) for a in (out.aux_hidden_states or [])]
     return out.hidden_states.view(num_reqs, length, -1), aux

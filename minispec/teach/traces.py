@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from minispec.spec_decode.eagle_tree import DraftTree, TreeExpansion
@@ -431,8 +432,7 @@ def eagle_first_pass(llm, tokens: list[int]) -> list[int]:
     cfg = draft.config
     num_blocks = -(-n // block)
     kv = allocate_kv_caches(1, cfg.num_key_value_heads, cfg.head_dim, num_blocks, block, feats.dtype, feats.device)
-    meta = causal_metadata(torch.arange(num_blocks)[None], torch.zeros(1, dtype=torch.long),
-                           torch.tensor([n]), block)
+    meta = causal_metadata(np.arange(num_blocks)[None], [0], [n], block, feats.device)
     out, _ = draft(torch.tensor(tokens[1:]), meta.slot_positions, feats, kv, meta)
     return draft.draft_to_target(draft.compute_logits(out).argmax(dim=-1)).tolist()
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from minispec.attention.paged_attention import AttentionMetadata, build_attention_mask
+from minispec.attention.paged_attention import AttentionMetadata, causal_metadata
 from minispec.compilation.decorators import compile_model
 from minispec.config import SpeculativeConfig
 from minispec.core.request import Request
@@ -102,10 +102,11 @@ class ModelRunner(TreeVerificationMixin):
         self.timer = PhaseTimer(None)
         if speculative_config is not None:
             self._init_spec_decode(speculative_config)
-        for net in (model, self._drafter_network()):
+        drafter_eager = enforce_eager if speculative_config is None else speculative_config.drafter_eager(enforce_eager)
+        for net, eager in ((model, enforce_eager), (self._drafter_network(), drafter_eager)):
             if net is None:
                 continue
-            if not enforce_eager:  # as vLLM's support_torch_compile: the target's and the drafter's forwards
+            if not eager:  # as vLLM's support_torch_compile: the target's and the drafter's forwards
                 compile_model(net, device)
             elif device.type == "cpu":  # as vLLM's CPU linear method: every matmul on a packed weight
                 dispatch_cpu_unquantized_gemm(net)
@@ -157,7 +158,6 @@ class ModelRunner(TreeVerificationMixin):
         context_lens = seq_lens - num_sched
         query_start_loc = np.zeros(len(reqs) + 1, dtype=np.int64)
         np.cumsum(num_sched, out=query_start_loc[1:])
-        num_tokens = int(query_start_loc[-1])
 
         token_ids = []
         for r, ctx, n in zip(reqs, context_lens, num_sched):
@@ -165,54 +165,22 @@ class ModelRunner(TreeVerificationMixin):
             if len(tokens) < n:  # the tail of this request's new tokens are its drafts
                 tokens = tokens + so.scheduled_spec_decode_tokens[r.request_id][: n - len(tokens)]
             token_ids.extend(tokens)
-        req_indices = np.repeat(np.arange(len(reqs)), num_sched)  # [T]
-        positions = context_lens[req_indices] + np.arange(num_tokens) - query_start_loc[req_indices]  # [T]
-
         max_blocks = max(len(b) for b in block_table)
         table = np.zeros((len(reqs), max_blocks), dtype=np.int64)  # [B, max_blocks]
         for i, blocks in enumerate(block_table):
             table[i, : len(blocks)] = blocks
-        slot_mapping = (
-            table[req_indices, positions // self.block_size] * self.block_size + positions % self.block_size
-        )
-
-        max_seq_len = int(seq_lens.max())
-        key_pos = np.arange(max_seq_len)  # [S]
-        key_slots = (
-            table[:, key_pos // self.block_size] * self.block_size + key_pos % self.block_size
-        )  # [B, S]
-        key_slots[key_pos[None, :] >= seq_lens[:, None]] = 0
-
-        max_query_len = int(num_sched.max())
-        q = np.arange(max_query_len)
-        query_index = np.where(
-            q[None, :] < num_sched[:, None], query_start_loc[:-1, None] + q[None, :], num_tokens
-        )
-        output_index = req_indices * max_query_len + positions - context_lens[req_indices]
-
         dev = self.device
-        attn_metadata = AttentionMetadata(
-            num_tokens=num_tokens,
-            slot_mapping=torch.from_numpy(slot_mapping).to(dev),
-            query_index=torch.from_numpy(query_index).to(dev),
-            output_index=torch.from_numpy(output_index).to(dev),
-            key_slots=torch.from_numpy(key_slots).to(dev),
-            attn_mask=build_attention_mask(
-                torch.from_numpy(context_lens).to(dev),
-                torch.from_numpy(num_sched).to(dev),
-                max_query_len,
-                max_seq_len,
-                custom_masks,
-            ),
-            is_uniform_decode=bool((num_sched == max_query_len).all()),
-        )
+        # positions, slot_mapping, key_slots, query/output indices and the (tree) mask, on the host
+        attn_metadata = causal_metadata(table, context_lens, num_sched, self.block_size, dev, custom_masks)
         sampling_rows = [i for i, r in enumerate(reqs) if r.num_computed_tokens >= r.num_tokens]
-        rope_positions = positions.copy()  # [T]
-        for b, offsets in (position_offsets or {}).items():
-            rope_positions[query_start_loc[b] : query_start_loc[b + 1]] = context_lens[b] + offsets
+        rope_positions = attn_metadata.slot_positions  # [T]
+        if position_offsets:
+            rope_positions = rope_positions.clone()
+            for b, offsets in position_offsets.items():
+                rope_positions[query_start_loc[b] : query_start_loc[b + 1]] = torch.from_numpy(context_lens[b] + offsets)
         return InputBatch(
             input_ids=torch.tensor(token_ids, dtype=torch.long, device=dev),
-            positions=torch.from_numpy(rope_positions).to(dev),
+            positions=rope_positions,
             query_start_loc=query_start_loc,
             seq_lens=seq_lens,
             num_scheduled_tokens=num_sched,

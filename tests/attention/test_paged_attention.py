@@ -33,7 +33,7 @@ def test_varlen_batch_equals_each_request_alone(dtype):
         for pos in range(ctx):
             slot = int(block_table[b, pos // BLOCK]) * BLOCK + pos % BLOCK
             k_cache[slot], v_cache[slot] = full_k[b][pos], full_v[b][pos]
-    meta = causal_metadata(block_table, context_lens, query_lens, BLOCK)
+    meta = causal_metadata(block_table.numpy(), context_lens.numpy(), query_lens.numpy(), BLOCK)
     q = torch.randn(int(query_lens.sum()), HEADS, HEAD_DIM, dtype=dtype)  # [T, H, D]
     k = torch.cat([fk[c:] for fk, c in zip(full_k, context_lens.tolist())])
     v = torch.cat([fv[c:] for fv, c in zip(full_v, context_lens.tolist())])

@@ -59,3 +59,14 @@ def test_print_table_with_phases(capsys):
     assert lines[-3].split()[:4] == ["ms", "per", "decode", "step"]
     assert lines[-2].split() == ["plain", "0.000", "0.000", "5.500", "0.500", "0.000", "0.000", "0.000"]
     assert lines[-1].split()[2:] == ["0.000", "0.000", "6.000", "0.000", "0.900", "0.100", "0.000"]
+
+
+def test_print_table_names_compiled_drafters(capsys):
+    from minispec.bench.spec_decode import print_table
+
+    row = {"method": "draft_model k=5", "dtype": "float32", "batch_size": 1, "n": 6, "enforce_eager": True,
+           "compile_drafter": True, "mean_acceptance_length": 3.8, "tokens_per_step": 3.6, "c": 0.15,
+           "sum_c": 0.75, "v": 1.3, "predicted": 1.75, "speedup": 1.7, "efficiency": 0.97, "agreement": 1.0,
+           "plain_tok_s": 100.0, "t1_ms": 6.0, "plain_step_ms": 6.5}
+    print_table([row])
+    assert "float32 (eager target, compiled drafters), batch 1" in capsys.readouterr().out

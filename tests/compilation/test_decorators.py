@@ -1,6 +1,7 @@
 """enforce_eager=False on small random models: the target and every kind of drafter compiled, greedy speculative
 output equal to compiled plain decoding in float32, the compiled logits close to eager ones, and bad values of
-enforce_eager refused before anything loads."""
+enforce_eager refused before anything loads. speculative_config's own enforce_eager compiles the drafter alone
+(or keeps it eager under a compiled target)."""
 
 import pytest
 import torch
@@ -60,6 +61,49 @@ def test_compiled_greedy_equals_compiled_plain(models):
         assert network.is_compiled
         assert generate(llm, PROMPTS, greedy()) == plain, spec
         assert llm.get_spec_decoding_stats().num_draft_tokens > 0, spec
+
+
+def test_drafter_compiled_under_an_eager_target(models):
+    """speculative_config enforce_eager=False compiles the drafter alone: the target stays eager on packed
+    weights, so greedy output equals eager plain decoding bit for bit, whatever the compiled drafter drafts."""
+    target, draft, eagle, eagle3 = models
+    plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
+    for spec in (
+        {"method": "draft_model", "model": draft, "num_speculative_tokens": 3, "enforce_eager": False},
+        {"method": "eagle3", "model": eagle3, "num_speculative_tokens": 2, "enforce_eager": False},
+    ):
+        llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
+        runner = llm.llm_engine.model_runner
+        assert runner._drafter_network().is_compiled
+        assert not getattr(runner.model, "is_compiled", False)
+        assert generate(llm, PROMPTS, greedy()) == plain, spec
+        assert llm.get_spec_decoding_stats().num_draft_tokens > 0, spec
+
+
+def test_drafter_eager_under_a_compiled_target(models):
+    target, draft = models[:2]
+    plain = generate(LLM(model=target, device="cpu", dtype="float32", enforce_eager=False), PROMPTS, greedy())
+    spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": 3, "enforce_eager": True}
+    llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec, enforce_eager=False)
+    runner = llm.llm_engine.model_runner
+    assert runner.model.is_compiled and not getattr(runner._drafter_network(), "is_compiled", False)
+    assert generate(llm, PROMPTS, greedy()) == plain
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1.0])
+def test_speculative_enforce_eager_must_be_a_bool_or_none(models, value):
+    spec = {"method": "draft_model", "model": models[1], "num_speculative_tokens": 2, "enforce_eager": value}
+    with pytest.raises(TypeError, match="enforce_eager"):
+        LLM(model=models[0], device="cpu", speculative_config=spec)
+
+
+def test_ngram_has_no_drafter_to_compile(models, monkeypatch):
+    monkeypatch.setattr(decorators.shutil, "which", lambda name: None)
+    spec = {"method": "ngram", "num_speculative_tokens": 2, "enforce_eager": False}
+    LLM(model=models[0], device="cpu", speculative_config=spec)  # needs no compiler
+    spec = {"method": "draft_model", "model": models[1], "num_speculative_tokens": 2, "enforce_eager": False}
+    with pytest.raises(ValueError, match="no C\\+\\+ compiler"):
+        LLM(model=models[0], device="cpu", speculative_config=spec)
 
 
 def test_compiled_logits_close_to_eager(models):

@@ -82,6 +82,14 @@ def slots_of(block_table: torch.Tensor, positions: torch.Tensor, block_size: int
     return block_table[rows, positions // block_size] * block_size + positions % block_size
 
 
+def padded_block_table(tables: list[list[int]]) -> np.ndarray:
+    """Each request's cache blocks, padded with block 0 to the longest: [B, max_blocks] int64."""
+    table = np.zeros((len(tables), max(len(t) for t in tables)), dtype=np.int64)
+    for b, blocks in enumerate(tables):
+        table[b, : len(blocks)] = blocks
+    return table
+
+
 def causal_metadata(
     block_table: np.ndarray,  # [B, max_blocks] int64
     context_lens: np.ndarray,  # [B] tokens already cached

@@ -205,7 +205,8 @@ def run(
         spec = runner.speculative_config
         k = spec.num_speculative_tokens
         # compiled: meet the prefill, decode and verification shapes (and the drafter's) first
-        decode(llm, prompts[:batch_size], 4 if enforce_eager and not spec.compiles_drafter(True) else 16, batch_size)
+        compiled = not enforce_eager or spec.compiles_drafter(enforce_eager)
+        decode(llm, prompts[:batch_size], 16 if compiled else 4, batch_size)
         plain_s = spec_s = float("inf")
         for _ in range(repeats):  # plain and speculative alternate, so a burst of load hits both
             plain_s = min(plain_s, decode(plain, prompts, max_tokens, batch_size, refill)[0])

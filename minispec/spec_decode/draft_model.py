@@ -28,7 +28,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, to_device
+from minispec.attention.paged_attention import (
+    AttentionMetadata,
+    causal_metadata,
+    padded_block_table,
+    to_device,
+)
 from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
@@ -162,14 +167,11 @@ class DraftModelProposer:
                 self.draft_probs.pop(state.request_id, None)
         return drafts
 
-    def _block_table(self, states: list[DraftState]) -> np.ndarray:
-        return padded_block_table([self.kv_cache_manager.get_block_ids(s.request_id) for s in states])
-
     def _draft(self, states: list[DraftState], budgets: list[int], md: SamplingMetadata):
         """Token ids [B, max(budgets)] (row j valid up to budgets[j]), the per-step probabilities of sampled
         drafts ([B, V] each; [] when every draft is an argmax) and which rows drafted greedily."""
         dev, num_reqs, depth = self.device, len(states), max(budgets)
-        block_table = self._block_table(states)  # [B, max_blocks] on the host
+        block_table = padded_block_table([self.kv_cache_manager.get_block_ids(s.request_id) for s in states])
         context = [s.num_computed_tokens for s in states]
         lens = [s.num_tokens for s in states]  # the draft at step t sits at position lens[b] + t
         # step 0: every uncached token of every request, causally, in one forward
@@ -253,14 +255,6 @@ class DecodeSteps:
             attn_mask=mask[..., :max_seq_len],
             is_uniform_decode=True,
         )
-
-
-def padded_block_table(tables: list[list[int]]) -> np.ndarray:
-    """Each request's cache blocks, padded with block 0 to the longest: [B, max_blocks] int64."""
-    table = np.zeros((len(tables), max(len(t) for t in tables)), dtype=np.int64)
-    for b, blocks in enumerate(tables):
-        table[b, : len(blocks)] = blocks
-    return table
 
 
 GREEDY = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)  # argmax drafts for every row

@@ -37,12 +37,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, slots_of
+from minispec.attention.paged_attention import (
+    AttentionMetadata,
+    causal_metadata,
+    padded_block_table,
+    slots_of,
+)
 from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.draft_model import DecodeSteps, padded_block_table, sample_draft_token_ids
+from minispec.spec_decode.draft_model import DecodeSteps, sample_draft_token_ids
 from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
 from minispec.spec_decode.tree import SpecTree, check_tree_ranks
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from minispec.attention.paged_attention import AttentionMetadata, causal_metadata
+from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, padded_block_table
 from minispec.compilation.decorators import compile_model
 from minispec.config import SpeculativeConfig
 from minispec.core.request import Request
@@ -165,13 +165,10 @@ class ModelRunner(TreeVerificationMixin):
             if len(tokens) < n:  # the tail of this request's new tokens are its drafts
                 tokens = tokens + so.scheduled_spec_decode_tokens[r.request_id][: n - len(tokens)]
             token_ids.extend(tokens)
-        max_blocks = max(len(b) for b in block_table)
-        table = np.zeros((len(reqs), max_blocks), dtype=np.int64)  # [B, max_blocks]
-        for i, blocks in enumerate(block_table):
-            table[i, : len(blocks)] = blocks
         dev = self.device
         # positions, slot_mapping, key_slots, query/output indices and the (tree) mask, on the host
-        attn_metadata = causal_metadata(table, context_lens, num_sched, self.block_size, dev, custom_masks)
+        attn_metadata = causal_metadata(padded_block_table(block_table), context_lens, num_sched, self.block_size,
+                                        dev, custom_masks)
         sampling_rows = [i for i, r in enumerate(reqs) if r.num_computed_tokens >= r.num_tokens]
         rope_positions = attn_metadata.slot_positions  # [T]
         if position_offsets:

@@ -12,6 +12,7 @@ from minispec.bench.vs_vllm import (
     PhaseComparison,
     Settings,
     cap_steps,
+    compare_config,
     count_steps,
     first_divergence,
     format_table,
@@ -137,3 +138,27 @@ def test_minispec_side_records_steps_that_add_up_to_its_counters():
         assert all(line.startswith("SpecDecoding metrics: Mean acceptance length") for line in phase["log_lines"])
     assert result["metric_names"] == sorted(vs_vllm.COUNTER_NAMES)
     assert result["phases"][1]["counters"]["num_drafts"] > 0  # speculation ran
+
+
+def test_engines_take_turns_and_each_phase_keeps_its_fastest_run(monkeypatch):
+    times = {"vllm": iter([3.0, 2.0, 5.0, 1.0]), "minispec": iter([4.0, 6.0, 1.5, 7.0])}
+    order = []
+
+    def fake(engine):
+        def run(job, threads=1):
+            order.append(engine)
+            phases = [{"name": p["name"], "token_ids": [[1]], "elapsed_s": next(times[engine]), "counters": {},
+                       "steps": []} for p in job["phases"]]
+            return {"engine": engine, "phases": phases}
+        return run
+
+    monkeypatch.setattr(vs_vllm, "run_vllm", fake("vllm"))
+    monkeypatch.setattr(vs_vllm, "run_minispec", fake("minispec"))
+    captured = {}
+    monkeypatch.setattr(vs_vllm, "compare", lambda name, job, ms, vl: captured.update(ms=ms, vl=vl) or [])
+    compare_config("plain", Settings(num_prompts=1, big_batch=2, prompt_len=8, max_tokens=4, repeats=2))
+    assert order == ["vllm", "minispec", "vllm", "minispec"]
+    assert [p["elapsed_s"] for p in captured["vl"]["phases"]] == [3.0, 1.0]  # runs (3, 2) then (5, 1)
+    assert [p["elapsed_s"] for p in captured["ms"]["phases"]] == [1.5, 6.0]  # runs (4, 6) then (1.5, 7)
+    with pytest.raises(SystemExit):
+        vs_vllm.main(["--repeats", "0"])

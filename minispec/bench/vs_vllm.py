@@ -359,8 +359,12 @@ def compare(name: str, job: dict[str, Any], ms: dict[str, Any], vl: dict[str, An
 
 
 def fastest(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
-    """`first` with each phase's wall time lowered to `again`'s where that run was faster (tokens, counters and
-    steps stay the first run's: greedy runs of one engine repeat them)."""
+    """`first` with each phase's wall time lowered to `again`'s where that run was faster. Tokens, counters and
+    steps stay the first run's: greedy runs of one engine must repeat their tokens (RuntimeError otherwise)."""
+    for p, q in zip(first["phases"], again["phases"]):
+        if p["token_ids"] != q["token_ids"]:
+            raise RuntimeError(f"{first['engine']} generated other tokens in phase {p['name']!r} when run again: "
+                               "greedy decoding should repeat itself")
     phases = [p | {"elapsed_s": min(p["elapsed_s"], q["elapsed_s"])} for p, q in zip(first["phases"], again["phases"])]
     return first | {"phases": phases}
 

@@ -162,3 +162,12 @@ def test_engines_take_turns_and_each_phase_keeps_its_fastest_run(monkeypatch):
     assert [p["elapsed_s"] for p in captured["ms"]["phases"]] == [1.5, 6.0]  # runs (4, 6) then (1.5, 7)
     with pytest.raises(SystemExit):
         vs_vllm.main(["--repeats", "0"])
+
+
+def test_a_second_run_with_other_tokens_is_an_error():
+    def run(tokens):
+        return {"engine": "minispec", "phases": [{"name": "batch 1", "token_ids": tokens, "elapsed_s": 1.0}]}
+
+    assert vs_vllm.fastest(run([[1, 2]]), run([[1, 2]]))["phases"][0]["token_ids"] == [[1, 2]]
+    with pytest.raises(RuntimeError, match="minispec generated other tokens in phase 'batch 1'"):
+        vs_vllm.fastest(run([[1, 2]]), run([[1, 3]]))

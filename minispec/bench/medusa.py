@@ -28,23 +28,39 @@ DEFAULT_TREE = (
 )
 
 
-# head_accuracy(heads, target, heldout_windows(48, 96), max_rank=4) in float32, against the target:
-# per-rank accuracy [[.396 .127 .073 .062] [.299 .108 .071 .043] [.237 .101 .074 .050] [.215 .100 .059 .056]];
-# best_tree(per_rank, 16) predicts 2.015 tokens per forward, DEFAULT_TREE 1.989 (docs/benchmarks.md).
+# head_accuracy(heads, target, greedy_heldout_windows(48, 96), max_rank=4) in float32 (held-out prompts of 32
+# tokens, then the target's greedy tokens): per-rank accuracy [[.644 .103 .045 .027] [.562 .106 .050 .029]
+# [.507 .100 .057 .036] [.476 .102 .054 .038]]; best_tree(per_rank, 16) predicts 2.775 tokens per forward,
+# DEFAULT_TREE 2.765 (docs/zoo.md). Self-distilled heads are surest along the chain of first choices.
 MEASURED_TREE = (
-    "[(0,), (1,), (0, 0), (2,), (3,), (0, 1), (1, 0), (0, 0, 0), (0, 2), (2, 0), (3, 0), (0, 3), (1, 1), "
-    "(0, 0, 1), (0, 1, 0), (1, 0, 0)]"
+    "[(0,), (0, 0), (0, 0, 0), (1,), (0, 0, 0, 0), (0, 1), (1, 0), (2,), (0, 0, 1), (0, 1, 0), (0, 2), (1, 0, 0), "
+    "(3,), (2, 0), (0, 0, 2), (0, 0, 0, 1)]"
 )
+
+
+def greedy_heldout_windows(num_windows: int, seq_len: int, prompt_len: int = 32) -> torch.Tensor:
+    """[num_windows, seq_len]: held-out windows of `prompt_len` tokens, each continued by the target's greedy
+    tokens (transformers, float32): the text a greedy engine verifies drafts on."""
+    from minispec import zoo
+    from minispec.teach.medusa_accuracy import heldout_windows
+    from minispec.zoo.evaluate import greedy_tokens, load_model
+
+    if not 1 <= prompt_len < seq_len:
+        raise ValueError(f"prompt_len={prompt_len!r} must be at least 1 and below seq_len={seq_len!r}")
+    prompts = heldout_windows(num_windows, prompt_len)  # [n, prompt_len]
+    with torch.inference_mode():
+        return torch.cat([prompts, greedy_tokens(load_model(zoo.path("target")), prompts, seq_len - prompt_len)], 1)
 
 
 def measured_tree(num_nodes: int = 16, num_windows: int = 48, seq_len: int = 96, heads: str = "zoo:medusa"):
     """The best tree of `num_nodes` under the heads' per-rank accuracies measured now (how MEASURED_TREE was
-    made), with the accuracy table: (list of rank paths, HeadAccuracy)."""
-    from minispec.teach.medusa_accuracy import head_accuracy, heldout_windows, load_target_and_heads
+    made), with the accuracy table: (list of rank paths, HeadAccuracy). The accuracies are measured on the
+    target's own greedy continuations of held-out prompts, where a greedy engine uses the heads."""
+    from minispec.teach.medusa_accuracy import head_accuracy, load_target_and_heads
     from minispec.teach.tree_theory import greedy_paths
 
     target, medusa_heads = load_target_and_heads(heads=heads)
-    acc = head_accuracy(medusa_heads, target, heldout_windows(num_windows, seq_len), max_rank=4)
+    acc = head_accuracy(medusa_heads, target, greedy_heldout_windows(num_windows, seq_len), max_rank=4)
     return [path for path, _ in greedy_paths(acc.per_rank, num_nodes)], acc
 
 

@@ -11,7 +11,13 @@ lm_head, frozen: only the ResBlocks learn, and the checkpoint stores the project
 `original_lm_head: true`. Each drafting step then reads one vocabulary projection instead of four.
 
     python -m minispec.zoo.train_medusa --original-lm-head --minutes 12   # -> minispec/zoo/models/medusa
+    python -m minispec.zoo.train_medusa --original-lm-head --self-distill 2048 --minutes 25
     python -m minispec.zoo.train_medusa --steps 3 --out /tmp/m --max-files 5 --eval-windows 2
+
+With `--self-distill N` (Medusa-2's self-distillation) the heads train on N windows the target wrote itself:
+each window is `--prompt-len` tokens of the training corpus, then the target's greedy continuation. A head
+scored on the corpus learns what a person wrote next; a chain is accepted when it guesses what the target
+writes next, and on its own greedy text those are the same tokens.
 
 Base hidden states come from transformers' LlamaForCausalLM (`model.model(...)`: after the final norm) under
 bfloat16 autocast; the heads train in float32 and ship in bfloat16 (`medusa_lm_head.safetensors`).
@@ -30,7 +36,7 @@ import torch.nn.functional as F
 
 from minispec.model_executor.models.medusa import Medusa, MedusaConfig, load_medusa
 from minispec.zoo import MODELS_DIR, corpus
-from minispec.zoo.evaluate import eval_windows, load_model
+from minispec.zoo.evaluate import eval_windows, greedy_tokens, load_model
 from minispec.zoo.train import lr_at, sample_batch
 
 PAPER_TOP1_VICUNA_7B = (0.56, 0.32, 0.20, 0.15, 0.12)  # Medusa paper, assets/medusa_acc.csv
@@ -73,6 +79,18 @@ def head_accuracy(heads: Medusa, base, windows: torch.Tensor, bf16: bool, batch_
     return {"top1": (hits1 / counts).round(4).tolist(), "top5": (hits5 / counts).round(4).tolist()}
 
 
+@torch.no_grad()
+def greedy_windows(base, stream: np.ndarray, num_windows: int, seq_len: int, prompt_len: int,
+                   rng: np.random.Generator, batch_size: int = 32) -> torch.Tensor:
+    """[num_windows, seq_len + 1]: random `prompt_len`-token windows of `stream`, each continued by the base
+    model's greedy tokens (transformers, with a KV cache) up to seq_len + 1 tokens."""
+    windows = []
+    for start in range(0, num_windows, batch_size):
+        prompts = sample_batch(stream, min(batch_size, num_windows - start), prompt_len - 1, rng)  # [b, prompt_len]
+        windows.append(torch.cat([prompts, greedy_tokens(base, prompts, seq_len + 1 - prompt_len)], dim=1))
+    return torch.cat(windows)
+
+
 def init_heads(base, num_heads: int, num_layers: int, original_lm_head: bool = False) -> Medusa:
     """Heads whose projections start as the base model's lm_head; under original_lm_head they share it, frozen."""
     cfg = base.config
@@ -97,10 +115,15 @@ def train(args: argparse.Namespace) -> dict:
     trained = [p for p in heads.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trained, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
     rng = np.random.default_rng(args.seed)
+    distilled = None
+    if args.self_distill:
+        started = time.time()
+        distilled = greedy_windows(base, train_ids, args.self_distill, args.seq_len, args.prompt_len, rng)
+        print(f"[medusa] {len(distilled)} greedy windows of the target in {time.time() - started:.0f} s", flush=True)
     base_name = "zoo:target" if Path(args.target).resolve() == (MODELS_DIR / "target").resolve() else str(args.target)
     log = {"name": "medusa", "base": base_name, "num_heads": args.num_heads,
            "num_layers": args.num_layers, "original_lm_head": args.original_lm_head, "batch_size": args.batch_size, "seq_len": args.seq_len,
-           "lr": args.lr, "seed": args.seed, "budget_minutes": args.minutes, "budget_steps": args.steps,
+           "lr": args.lr, "seed": args.seed, "self_distill_windows": args.self_distill, "prompt_len": args.prompt_len, "budget_minutes": args.minutes, "budget_steps": args.steps,
            "loss_decay": LOSS_DECAY, "history": []}
     budget_s = args.minutes * 60.0
     start, step = time.time(), 0
@@ -111,7 +134,10 @@ def train(args: argparse.Namespace) -> dict:
             break
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, progress, args.lr, args.warmup_steps)
-        batch = sample_batch(train_ids, args.batch_size, args.seq_len, rng)[:, :-1]  # [b, seq]
+        if distilled is None:
+            batch = sample_batch(train_ids, args.batch_size, args.seq_len, rng)[:, :-1]  # [b, seq]
+        else:
+            batch = distilled[torch.from_numpy(rng.integers(0, len(distilled), args.batch_size)), :-1]  # [b, seq]
         hidden = base_hidden_states(base, batch, args.bf16)  # [b, seq, H]
         loss, per_head = medusa_loss(heads, hidden, batch)
         optimizer.zero_grad(set_to_none=True)
@@ -152,12 +178,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--eval-windows", type=int, default=64)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--self-distill", type=int, default=0, metavar="N",
+                        help="train on N windows continued by the target's own greedy tokens (Medusa-2)")
+    parser.add_argument("--prompt-len", type=int, default=32, help="corpus tokens before each greedy continuation")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--original-lm-head", action="store_true",
                         help="one projection for every head: the base model's lm_head, frozen (vLLM's original_lm_head)")
     parser.add_argument("--no-bf16", dest="bf16", action="store_false", help="base forward in float32")
     args = parser.parse_args(argv)
-    for name in ("num_heads", "num_layers", "minutes", "steps", "batch_size", "lr", "max_files", "eval_windows"):
+    if args.self_distill < 0:
+        raise ValueError(f"--self-distill={args.self_distill} must be 0 (off) or a number of windows")
+    if args.self_distill and args.prompt_len > args.seq_len:
+        raise ValueError(f"--prompt-len={args.prompt_len} must be at most --seq-len={args.seq_len}")
+    for name in ("num_heads", "num_layers", "minutes", "steps", "batch_size", "lr", "max_files", "eval_windows",
+                 "prompt_len"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ValueError(f"--{name.replace('_', '-')}={value} must be positive")

@@ -3,6 +3,7 @@ the saved heads load in Medusa-1 format and drive the engine (greedy output unch
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForCausalLM
@@ -45,7 +46,30 @@ def test_train_medusa_tiny(tmp_path, monkeypatch, original_lm_head):
     assert [o.outputs[0].token_ids for o in ours] == [o.outputs[0].token_ids for o in plain]
 
 
-@pytest.mark.parametrize("argv", [["--minutes", "0"], ["--num-heads", "0"], ["--steps", "-2"]])
+def test_self_distill_trains_on_the_base_models_greedy_text(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINISPEC_CORPUS_DIR", str(tmp_path / "corpus"))
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_config(PRESETS["tiny"]["target"].llama_config(4096))
+    stream = np.arange(100, 400, dtype=np.int64)
+    windows = train_medusa.greedy_windows(base, stream, 3, 20, 8, np.random.default_rng(0), batch_size=2)
+    assert windows.shape == (3, 21)
+    for row in windows:  # a corpus window of 8 tokens, then the base model's greedy continuation of it
+        assert row[1:8].tolist() == list(range(row[0].item() + 1, row[0].item() + 8))
+        with torch.no_grad():
+            greedy = base(input_ids=row[None, :-1]).logits[0, 7:].argmax(-1)
+        assert torch.equal(greedy, row[8:])
+    base.save_pretrained(tmp_path / "base")
+    copy_tokenizer(zoo.path("tokenizer"), tmp_path / "base")
+    log = train_medusa.main([
+        "--target", str(tmp_path / "base"), "--out", str(tmp_path / "medusa"), "--steps", "2", "--max-files", "4",
+        "--seq-len", "32", "--batch-size", "2", "--eval-windows", "2", "--num-heads", "2", "--threads", "1",
+        "--original-lm-head", "--self-distill", "3", "--prompt-len", "8",
+    ])
+    assert log["steps"] == 2 and log["self_distill_windows"] == 3 and log["prompt_len"] == 8
+
+
+@pytest.mark.parametrize("argv", [["--minutes", "0"], ["--num-heads", "0"], ["--steps", "-2"], ["--self-distill", "-1"],
+                                  ["--self-distill", "4", "--prompt-len", "300"], ["--prompt-len", "0"]])
 def test_bad_arguments(argv):
     with pytest.raises(ValueError):
         train_medusa.parse_args(argv)

@@ -1,6 +1,7 @@
 """Engine configuration: model, KV cache, scheduler and speculative decoding.
 
-Chapter 7. vLLM counterparts: `vllm/config/model.py`, `cache.py`, `scheduler.py`, `speculative.py`.
+Chapter 7. vLLM counterparts: `vllm/config/model.py`, `cache.py`, `scheduler.py`, `speculative.py`,
+`compilation.py`.
 Each is a dataclass that checks its own values, so a bad argument fails at `LLM(...)` with a message naming
 the parameter, not deep inside a step: a value of the wrong type raises TypeError (a bool is not an int;
 numpy integers and floats are accepted), a value out of range raises ValueError. Nothing is silently
@@ -12,7 +13,7 @@ from __future__ import annotations
 import ast
 import numbers
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 SPEC_METHODS = ("ngram", "draft_model", "medusa", "eagle", "eagle3")
@@ -120,6 +121,62 @@ class SchedulerConfig:
         self.max_num_seqs = check_int("max_num_seqs", self.max_num_seqs, 1)
         self.max_num_batched_tokens = check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
         self.max_model_len = check_int("max_model_len", self.max_model_len, 1)
+
+
+@dataclass
+class CompilationConfig:
+    """vLLM's `compilation_config`, the one field minispec reads: `inductor_compile_config`, Inductor's options for
+    every network the engine compiles (the target with enforce_eager=False, a drafter with speculative_config
+    enforce_eager=False); eager networks ignore it, as vLLM's do. On a CPU, `{"max_autotune": True}` lets
+    Inductor time its own C++ GEMM micro-kernels against oneDNN's for each matmul (vLLM's CPU runner turns
+    on the weight freezing this needs; minispec always freezes on a CPU)."""
+
+    inductor_compile_config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        options = self.inductor_compile_config
+        if not isinstance(options, dict):
+            raise _type_error("compilation_config inductor_compile_config", options, "a dict of Inductor options")
+        if not options:
+            return  # importing Inductor costs an eager engine 2-3 s
+        import torch._inductor.config as inductor_config
+
+        defaults = inductor_config.get_config_copy()
+        for name, value in options.items():
+            if name not in defaults:
+                raise ValueError(f"compilation_config inductor_compile_config has the key {name!r}, which is not "
+                                 "an option of torch._inductor.config (e.g. 'max_autotune', 'epilogue_fusion')")
+            default = defaults[name]
+            if default is not None and not _same_kind(value, default):
+                raise _type_error(f"compilation_config inductor_compile_config[{name!r}]", value,
+                                  f"a {type(default).__name__} (Inductor's default is {default!r})")
+
+    @classmethod
+    def from_dict(cls, config: CompilationConfig | dict[str, Any] | None) -> CompilationConfig:
+        if config is None:
+            return cls()
+        if isinstance(config, CompilationConfig):
+            return config
+        if is_int(config):
+            raise ValueError(f"compilation_config={config!r}: vLLM's integer compilation mode is not supported; "
+                             "pass a dict such as {'inductor_compile_config': {'max_autotune': True}} (enforce_eager "
+                             "chooses between eager and compiled)")
+        if not isinstance(config, dict):
+            raise _type_error("compilation_config", config, "None, a dict or a CompilationConfig")
+        unknown = sorted(map(str, set(config) - set(cls.__dataclass_fields__)))
+        if unknown:
+            raise ValueError(f"compilation_config has keys {unknown} that minispec does not implement; it reads "
+                             "only 'inductor_compile_config'")
+        return cls(**config)
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    """An option value of the default's type; ints pass for floats, bools only for bools."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, float):
+        return is_real(value)
+    return isinstance(value, type(default))
 
 
 # ---- speculative decoding ----------------------------------------------------------------------------

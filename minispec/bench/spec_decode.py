@@ -2,7 +2,7 @@
 
 Run: `python -m minispec.bench.spec_decode [--quick] [--dtypes float32 auto] [--batch-sizes 1 16]
 [--num-prompts 8] [--max-tokens 64] [--repeats 2] [--threads 1] [--methods NAME ...] [--compile]
-[--compile-drafter] [--refill] [--phases]`.
+[--compile-drafter] [--compilation-config JSON] [--refill] [--phases]`.
 
 For each dtype and batch size, plain greedy decoding and every method of METHODS decode the same held-out
 prompts in the same process (batch 1: one request at a time; batch B: B requests in one `generate`; with
@@ -33,6 +33,7 @@ vLLM counterpart: `vllm/benchmarks/throughput.py` with a speculative config, and
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Sequence
 
@@ -177,6 +178,7 @@ def run(
     refill: bool = False,
     configs: dict[str, dict] | None = None,
     compile_drafter: bool = False,
+    compilation_config: dict | None = None,
 ) -> list[dict]:
     """One row per method at one dtype and batch size (`num_prompts` is raised to batch_size if smaller).
     `configs` (name -> speculative_config) replaces METHODS, e.g. the EAGLE-2 tree shapes of bench.eagle_tree.
@@ -184,11 +186,13 @@ def run(
     for compiling each shape the timed runs meet. With `refill` every prompt goes into one `generate` and
     the scheduler keeps batch_size requests running, starting a waiting one whenever one finishes.
     `compile_drafter` sets speculative_config enforce_eager=False: the drafters' networks compiled, the target
-    (and plain decoding) as `enforce_eager` says."""
+    (and plain decoding) as `enforce_eager` says. `compilation_config` goes to every engine (vLLM's; its
+    inductor_compile_config reaches only the compiled networks)."""
     from minispec.zoo.corpus import heldout_prompt_ids
 
     prompts = heldout_prompt_ids(max(num_prompts, batch_size), prompt_len)
-    plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size, enforce_eager=enforce_eager)
+    plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size, enforce_eager=enforce_eager,
+              compilation_config=compilation_config)
     decode(plain, prompts[:batch_size], 4 if enforce_eager else 16, batch_size)
     plain_tokens = decode(plain, prompts, max_tokens, batch_size, refill)[1]
     configs = METHODS if configs is None else configs
@@ -197,7 +201,7 @@ def run(
         try:
             llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size,
                       speculative_config=dict(configs[name]) | ({"enforce_eager": False} if compile_drafter else {}),
-                      enforce_eager=enforce_eager)
+                      enforce_eager=enforce_eager, compilation_config=compilation_config)
         except FileNotFoundError as e:  # a zoo model that has not been trained here
             print(f"skipping {name}: {e}")
             continue
@@ -228,7 +232,7 @@ def run(
         predicted = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
         rows.append({
             "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1, "enforce_eager": enforce_eager,
-            "compile_drafter": compile_drafter,
+            "compile_drafter": compile_drafter, "compilation_config": compilation_config,
             "refill": refill, "num_prompts": len(prompts),
             "mean_acceptance_length": mean_len, "acceptance_rate": stats.acceptance_rate,
             "tokens_per_step": phases["tokens"],
@@ -252,6 +256,8 @@ def print_table(rows: list[dict], phases: bool = False) -> None:
     mode = "" if r0.get("enforce_eager", True) else " (compiled)"
     if r0.get("compile_drafter") and r0.get("enforce_eager", True):
         mode += " (eager target, compiled drafters)"
+    if r0.get("compilation_config"):
+        mode += f" (compilation_config {json.dumps(r0['compilation_config'])})"
     if r0.get("refill"):
         mode += f", {r0['num_prompts']} requests refilling"
     print(f"\n{r0['dtype']}{mode}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
@@ -270,6 +276,31 @@ def print_table(rows: list[dict], phases: bool = False) -> None:
             print(f"{label:<19}" + "".join(f"{p.get(n, 0.0):15.3f}" for n in names))
 
 
+def parse_json_option(flag: str, text: str | None) -> dict | None:
+    """A command-line JSON object (vLLM's `--compilation-config '{...}'`); ValueError naming the flag."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{flag}={text!r} is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{flag}={text!r} must be a JSON object")
+    return value
+
+
+# Inductor's autotuning writes a table per matmul to stderr; the benchmarks keep their output to their own tables
+QUIET_AUTOTUNE = {"autotune_num_choices_displayed": 0, "max_autotune_report_choices_stats": False}
+
+
+def quiet_autotune(compilation_config: dict | None) -> dict | None:
+    """compilation_config with QUIET_AUTOTUNE's options added to its inductor_compile_config, unless given."""
+    if not compilation_config or not isinstance(compilation_config.get("inductor_compile_config"), dict):
+        return compilation_config
+    options = QUIET_AUTOTUNE | compilation_config["inductor_compile_config"]
+    return compilation_config | {"inductor_compile_config": options}
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"a small run (the defaults become {QUICK})")
@@ -286,6 +317,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--compile-drafter", action="store_true",
                     help="speculative_config enforce_eager=False: compile each drafter's network, the target as "
                          "--compile says (eager by default)")
+    ap.add_argument("--compilation-config", default=None, metavar="JSON",
+                    help="vLLM's compilation_config as JSON for every engine, e.g. "
+                         "'{\"inductor_compile_config\": {\"max_autotune\": true}}' (with --compile-drafter: "
+                         "Inductor's own C++ GEMMs for the drafters; autotuning's tables on stderr are off "
+                         "unless the JSON turns them on)")
     ap.add_argument("--refill", action="store_true",
                     help="every prompt in one generate, at most batch-size running at once: the scheduler starts "
                          "a waiting request when one finishes, as a server does (default: batches one by one)")
@@ -293,6 +329,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if ap.parse_known_args(argv)[0].quick:  # --quick changes the defaults; options given still win
         ap.set_defaults(**QUICK)
     args = ap.parse_args(argv)
+    compilation_config = quiet_autotune(parse_json_option("--compilation-config", args.compilation_config))
     print(f"CPU: {cpu_description()}")  # the costs below depend on it: record it with them
     rows = []
     with torch_threads(args.threads):
@@ -300,7 +337,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             for batch_size in args.batch_sizes:
                 group = run(dtype, batch_size, args.num_prompts, args.prompt_len, args.max_tokens, args.repeats,
                             args.methods, enforce_eager=not args.compile, refill=args.refill,
-                            compile_drafter=args.compile_drafter)
+                            compile_drafter=args.compile_drafter, compilation_config=compilation_config)
                 print_table(group, args.phases)
                 rows += group
     return rows

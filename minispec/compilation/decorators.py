@@ -20,6 +20,12 @@ and the verification cost v = t(6) / t(1) stayed near 1.6. On the AMX CPU compil
 268-276 tok/s at batch 1, against 106-233 tok/s for eager runs on the same day, and a bfloat16 forward over
 9 tokens costs 1.0 to 1.3 times what one token costs.
 
+vLLM's `compilation_config={"inductor_compile_config": {...}}` reaches every compiled network as torch.compile's
+options. `{"max_autotune": True}` is the one that matters on a CPU: Inductor times its own C++ GEMM
+micro-kernels against oneDNN for each matmul when it compiles and keeps the faster. A one-row bfloat16 oneDNN
+call costs about 25 us on the AMX CPU however small the matrix; the zoo draft's generated GEMMs take a few, and
+its bfloat16 drafting call halves (docs/benchmarks.md). Compiling takes longer: every matmul shape is timed.
+
 Shapes are dynamic (`dynamic=True`). A few variants still compile once each, at 5 to 30 s apiece: one new token
 against several, one request against a batch. The compiled graphs follow the model's eager code exactly, but
 they round differently (about 1e-5 on logits), so a compiled engine is exact against a compiled engine (see
@@ -57,7 +63,13 @@ def _own_code(method):
     return types.MethodType(copy, method.__self__)
 
 
-def compile_model(model: nn.Module, device: torch.device) -> nn.Module:
+def compile_method(method, options: dict | None = None):
+    """torch.compile of a bound method, with shapes dynamic, on a private copy of its code (see `_own_code`);
+    `options`: Inductor's (compilation_config's inductor_compile_config)."""
+    return torch.compile(_own_code(method), dynamic=True, options=dict(options) if options else None)
+
+
+def compile_model(model: nn.Module, device: torch.device, options: dict | None = None) -> nn.Module:
     """Replace the model's forward with a compiled version, in place; on a CPU the linear layers called outside
     it multiply on packed weights (inside it, `gemm_outside_compiled_forward` hands Dynamo a plain F.linear). The
     weights must not change afterwards: freezing has made them constants of the graph."""
@@ -69,6 +81,7 @@ def compile_model(model: nn.Module, device: torch.device) -> nn.Module:
         # reach the pass that packs the weights
         torch._inductor.config.freezing = True
         dispatch_cpu_unquantized_gemm(model, compiled_forward=True)
-    model.forward = torch.compile(_own_code(model.forward), dynamic=True)
+    model.forward = compile_method(model.forward, options)
     model.is_compiled = True
+    model.inductor_compile_config = dict(options or {})  # for what else of it gets compiled (greedy_steps)
     return model

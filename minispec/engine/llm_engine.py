@@ -19,12 +19,21 @@ drafter's pools) before the error propagates, so the engine stays usable.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import torch
 from transformers import AutoTokenizer
 
 from minispec.compilation.decorators import check_compiler
-from minispec.config import CacheConfig, ModelConfig, SchedulerConfig, SpeculativeConfig, check_int, is_int
+from minispec.config import (
+    CacheConfig,
+    CompilationConfig,
+    ModelConfig,
+    SchedulerConfig,
+    SpeculativeConfig,
+    check_int,
+    is_int,
+)
 from minispec.core.kv_cache_manager import KVCacheManager, cdiv
 from minispec.core.request import Request, RequestStatus
 from minispec.core.sched.scheduler import Scheduler
@@ -80,6 +89,7 @@ class LLMEngine:
         speculative_config: SpeculativeConfig | None = None,
         seed: int = 0,
         enforce_eager: bool = True,
+        compilation_config: CompilationConfig | dict[str, Any] | None = None,
     ):
         # every argument is checked before anything is read from disk
         self.model_config = ModelConfig(model, tokenizer, dtype, max_model_len, seed)
@@ -94,6 +104,7 @@ class LLMEngine:
         if not isinstance(enforce_eager, bool):
             raise TypeError(f"enforce_eager={enforce_eager!r} must be True (eager PyTorch, minispec's default) or "
                             "False (torch.compile, vLLM's default)")
+        self.compilation_config = CompilationConfig.from_dict(compilation_config)
         if not enforce_eager or (speculative_config is not None and speculative_config.compiles_drafter(enforce_eager)):
             check_compiler(self.device)
         torch.manual_seed(self.model_config.seed)  # the generator of unseeded requests, as vLLM's seed does
@@ -127,7 +138,8 @@ class LLMEngine:
         )
         # as in vLLM, the runner builds its drafter (and loads the draft's weights) from the speculative config
         self.model_runner = ModelRunner(self.model, kv_caches, self.cache_config.block_size, self.device,
-                                        speculative_config, max_model_len, enforce_eager)
+                                        speculative_config, max_model_len, enforce_eager,
+                                        self.compilation_config.inductor_compile_config)
         self._request_counter = itertools.count()
         self.step_records: list[StepRecord] | None = None  # set to [] to record every step (chapter 8)
 

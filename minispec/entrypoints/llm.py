@@ -24,7 +24,7 @@ from minispec.sampling_params import SamplingParams
 
 PromptType = str | dict[str, Any]  # text, {"prompt_token_ids": [...]} (and optional "prompt"), {"prompt": text}
 PROMPT_KEYS = ("prompt", "prompt_token_ids")
-ENGINE_KWARGS = ("max_num_batched_tokens", "block_size", "num_kv_blocks", "enforce_eager")
+ENGINE_KWARGS = ("max_num_batched_tokens", "block_size", "num_kv_blocks", "enforce_eager", "compilation_config")
 
 
 class LLM:

@@ -17,7 +17,11 @@ The drafting loop is lean, as vLLM's (`SpecDecodeBaseProposer.propose` in
 `vllm/v1/spec_decode/llm_base_proposer.py`): a step of a small draft is mostly per-call overhead, so after the
 first forward (every request's uncached tokens, causally: `causal_metadata`) the k - 1 one-token steps reuse
 positions, cache slots and attention masks built once per call (`DecodeSteps`), feed the previous step's
-argmax without leaving the device, and bring the drafts to the host once at the end.
+argmax without leaving the device, and bring the drafts to the host once at the end. A compiled draft model
+(speculative_config `enforce_eager=False`) goes one further on greedy calls: `greedy_steps`, the first forward
+and the k - 1 steps with every logits and argmax, compiles into a single graph, so the framework's per-call
+cost is paid once per drafting call instead of once per step (minispec's own; vLLM replays a CUDA graph per
+step).
 """
 
 from __future__ import annotations
@@ -96,6 +100,8 @@ class DraftModelProposer:
         self.max_model_len = max_model_len
         self.states: dict[str, DraftState] = {}
         self.draft_probs: dict[str, torch.Tensor] = {}  # request_id -> [num_drafts, V] for random requests
+        self.unroll_greedy_steps = True  # a compiled draft model runs each greedy call as one graph
+        self._compiled_greedy_steps = None  # greedy_steps compiled, built at the first such call
 
     @classmethod
     def from_config(cls, spec, target_runner) -> DraftModelProposer:
@@ -178,8 +184,14 @@ class DraftModelProposer:
         query_lens = [n - c for n, c in zip(lens, context)]
         meta = causal_metadata(block_table, context, query_lens, self.block_size, dev)
         input_ids = torch.tensor([t for s, c in zip(states, context) for t in s.all_token_ids[c:]], device=dev)
-        hidden = self.model(input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
         last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B] each request's last token
+        if (depth > 1 and md is GREEDY and min(budgets) == depth and self.unroll_greedy_steps
+                and getattr(self.model, "is_compiled", False)):
+            # the whole call, every step's logits and argmax included, as one compiled graph
+            steps = DecodeSteps.build(block_table, lens, budgets, self.block_size, dev)
+            token_ids = self._greedy_steps_compiled()(input_ids, meta, last, steps)
+            return token_ids, [], [True] * num_reqs
+        hidden = self.model(input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
         ids, p, is_greedy = sample_draft_token_ids(self.model.compute_logits(hidden[last]), md, self.draft_sample_method)
         token_ids = torch.zeros(num_reqs, depth, dtype=torch.long, device=dev)  # [B, depth]
         token_ids[:, 0] = ids
@@ -208,6 +220,40 @@ class DraftModelProposer:
             if p is not None:
                 probs.append(p if rows is None else p.new_zeros(num_reqs, p.shape[1]).index_copy_(0, rows, p))
         return token_ids, probs, is_greedy
+
+    def greedy_steps(
+        self,
+        input_ids: torch.Tensor,  # [T] every request's uncached tokens
+        meta: AttentionMetadata,  # their causal metadata (causal_metadata)
+        last: torch.Tensor,  # [B] each request's last token among the T
+        steps: DecodeSteps,  # steps 1 .. depth - 1
+    ) -> torch.Tensor:  # [B, depth] the drafts
+        """A greedy call in which every request drafts `depth` tokens: `_draft`'s first forward and its loop
+        unrolled, each step's keys the call's whole span (the mask hides those not yet written). A compiled draft
+        model compiles this function whole (`_greedy_steps_compiled`): one graph, one guard check and one Python
+        wrapper for the call, with the logits and the argmax inside, where the loop pays those per step
+        (docs/benchmarks.md). vLLM v0.32.0 loops in Python and replays a CUDA graph per step; a CPU has no graphs
+        to replay."""
+        # the model's own forward, not the compiled one bound to the instance: this whole call is one graph
+        forward = type(self.model).forward
+        hidden = forward(self.model, input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
+        feed = self.model.compute_logits(hidden[last]).argmax(dim=-1)  # [B]
+        drafts = [feed]
+        span = steps.key_slots.shape[1]
+        for t in range(1, steps.positions.shape[1] + 1):
+            step = steps.metadata(t, None, span)
+            hidden = forward(self.model, feed, steps.positions[:, t - 1], self.kv_caches, step).hidden_states  # [B, H]
+            feed = self.model.compute_logits(hidden).argmax(dim=-1)  # [B]
+            drafts.append(feed)
+        return torch.stack(drafts, dim=1)
+
+    def _greedy_steps_compiled(self):
+        if self._compiled_greedy_steps is None:
+            from minispec.compilation.decorators import compile_method
+
+            options = getattr(self.model, "inductor_compile_config", None)
+            self._compiled_greedy_steps = compile_method(self.greedy_steps, options)
+        return self._compiled_greedy_steps
 
 
 @dataclass

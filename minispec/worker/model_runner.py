@@ -81,6 +81,7 @@ class ModelRunner(TreeVerificationMixin):
         speculative_config: SpeculativeConfig | None = None,
         max_model_len: int | None = None,
         enforce_eager: bool = True,
+        inductor_compile_config: dict | None = None,
     ):
         self.model = model
         self.kv_caches = kv_caches
@@ -107,7 +108,7 @@ class ModelRunner(TreeVerificationMixin):
             if net is None:
                 continue
             if not eager:  # as vLLM's support_torch_compile: the target's and the drafter's forwards
-                compile_model(net, device)
+                compile_model(net, device, inductor_compile_config)
             elif device.type == "cpu":  # as vLLM's CPU linear method: every matmul on a packed weight
                 dispatch_cpu_unquantized_gemm(net)
 

@@ -39,6 +39,15 @@ def _accelerators(tmp_path):
     assert m.decode_step_time(acc, 8e9, 2, 1) > 0
 
 
+def _draft_steps(tmp_path):
+    from minispec.bench import draft_steps
+
+    rows = draft_steps.main(["--quick", "--dtypes", "float32", "-k", "2", "--max-tokens", "8"])
+    assert [r["engine"] for r in rows] == list(draft_steps.ENGINES) and all(r["speedup"] > 0 for r in rows)
+    with pytest.raises(ValueError, match="-k=1"):
+        draft_steps.main(["--quick", "-k", "1"])
+
+
 def _eagle(tmp_path):
     from minispec.bench import eagle
 

@@ -3,7 +3,7 @@
 import pytest
 
 from minispec import LLM
-from minispec.bench.spec_decode import decode, decode_step_phases
+from minispec.bench.spec_decode import decode, decode_step_phases, parse_json_option, quiet_autotune
 
 
 @pytest.mark.parametrize("k", [1, 8])
@@ -70,3 +70,19 @@ def test_print_table_names_compiled_drafters(capsys):
            "plain_tok_s": 100.0, "t1_ms": 6.0, "plain_step_ms": 6.5}
     print_table([row])
     assert "float32 (eager target, compiled drafters), batch 1" in capsys.readouterr().out
+
+
+def test_compilation_config_from_the_command_line():
+    config = parse_json_option("--compilation-config", '{"inductor_compile_config": {"max_autotune": true}}')
+    assert config == {"inductor_compile_config": {"max_autotune": True}}
+    assert parse_json_option("--compilation-config", None) is None
+    with pytest.raises(ValueError, match="--compilation-config=.*not JSON"):
+        parse_json_option("--compilation-config", "{max_autotune: true}")
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        parse_json_option("--compilation-config", "[1]")
+    quiet = quiet_autotune(config)["inductor_compile_config"]
+    assert quiet == {"max_autotune": True, "autotune_num_choices_displayed": 0,
+                     "max_autotune_report_choices_stats": False}
+    loud = {"inductor_compile_config": {"autotune_num_choices_displayed": 5}}
+    assert quiet_autotune(loud)["inductor_compile_config"]["autotune_num_choices_displayed"] == 5
+    assert quiet_autotune(None) is None

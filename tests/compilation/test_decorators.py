@@ -80,6 +80,41 @@ def test_drafter_compiled_under_an_eager_target(models):
         assert llm.get_spec_decoding_stats().num_draft_tokens > 0, spec
 
 
+def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
+    """A compiled draft model runs a greedy drafting call as one compiled function (greedy_steps), and
+    drafts what the eager draft model drafts: the same tokens accepted at every position."""
+    target, draft = models[:2]
+    counts = {}
+    for eager in (True, False):
+        spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": 4, "enforce_eager": eager}
+        llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
+        assert generate(llm, PROMPTS, greedy()) == generate(LLM(model=target, device="cpu", dtype="float32"),
+                                                            PROMPTS, greedy())
+        proposer = llm.llm_engine.model_runner.drafter
+        assert (proposer._compiled_greedy_steps is not None) is not eager
+        stats = llm.get_spec_decoding_stats()
+        counts[eager] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
+    assert counts[True] == counts[False] and counts[True][0] > 0
+
+
+def test_compilation_config_reaches_the_compiled_drafter(models):
+    """vLLM's compilation_config: inductor_compile_config goes to every compiled network (here only the draft model
+    and its greedy steps; the target runs eager), and with max_autotune Inductor's own C++ GEMMs keep the output
+    equal to eager plain decoding."""
+    target, draft = models[:2]
+    plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
+    spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": 3, "enforce_eager": False}
+    options = {"max_autotune": True, "max_autotune_gemm_backends": "CPP"}  # one choice: nothing to time
+    llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec,
+              compilation_config={"inductor_compile_config": options})
+    runner = llm.llm_engine.model_runner
+    assert runner._drafter_network().inductor_compile_config == options
+    assert not getattr(runner.model, "is_compiled", False)
+    assert generate(llm, PROMPTS, greedy()) == plain
+    assert runner.drafter._compiled_greedy_steps is not None
+    assert llm.get_spec_decoding_stats().num_draft_tokens > 0
+
+
 def test_drafter_eager_under_a_compiled_target(models):
     target, draft = models[:2]
     plain = generate(LLM(model=target, device="cpu", dtype="float32", enforce_eager=False), PROMPTS, greedy())

@@ -295,6 +295,16 @@ ENGINE = [
     eng("vLLM-only keyword", {"gpu_memory_utilization": 0.9}, TypeError, "gpu_memory_utilization"),
     eng("speculative_config='ngram'", {"speculative_config": "ngram"}, TypeError, "speculative_config"),
     eng("speculative_config=[...]", {"speculative_config": [{"method": "ngram"}]}, TypeError, "speculative_config"),
+    eng("compilation_config=3 (vLLM's mode level)", {"compilation_config": 3}, ValueError, "compilation_config=3"),
+    eng("compilation_config='O3'", {"compilation_config": "O3"}, TypeError, "compilation_config='O3'"),
+    eng("compilation_config with a vLLM-only key", {"compilation_config": {"cudagraph_mode": "FULL"}}, ValueError,
+        "cudagraph_mode"),
+    eng("inductor_compile_config=[]", {"compilation_config": {"inductor_compile_config": []}}, TypeError,
+        "inductor_compile_config"),
+    eng("inductor option misspelt", {"compilation_config": {"inductor_compile_config": {"max_autotun": True}}},
+        ValueError, "'max_autotun'"),
+    eng("inductor option of the wrong type", {"compilation_config": {"inductor_compile_config": {"max_autotune": 1}}},
+        TypeError, "max_autotune"),
 ]
 if not torch.cuda.is_available():
     ENGINE.append(eng("device='cuda' without CUDA", {"device": "cuda"}, ValueError, "CUDA is not available"))

@@ -2,7 +2,7 @@
 
 Run: `python -m minispec.bench.spec_decode [--quick] [--dtypes float32 auto] [--batch-sizes 1 16]
 [--num-prompts 8] [--max-tokens 64] [--repeats 2] [--threads 1] [--methods NAME ...] [--compile]
-[--compile-drafter] [--compilation-config JSON] [--refill] [--phases]`.
+[--compile-drafter] [--compilation-config JSON] [--speculative-config JSON ...] [--refill] [--phases]`.
 
 For each dtype and batch size, plain greedy decoding and every method of METHODS decode the same held-out
 prompts in the same process (batch 1: one request at a time; batch B: B requests in one `generate`; with
@@ -301,6 +301,13 @@ def quiet_autotune(compilation_config: dict | None) -> dict | None:
     return compilation_config | {"inductor_compile_config": options}
 
 
+def config_label(config: dict) -> str:
+    """A row's name for a speculative_config given on the command line: its method, k and any other keys."""
+    label = f"{config.get('method')} k={config.get('num_speculative_tokens', '?')}"
+    rest = {k: v for k, v in config.items() if k not in ("method", "model", "num_speculative_tokens")}
+    return label + "".join(f" {k}={json.dumps(v)}" for k, v in rest.items())
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"a small run (the defaults become {QUICK})")
@@ -322,6 +329,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                          "'{\"inductor_compile_config\": {\"max_autotune\": true}}' (with --compile-drafter: "
                          "Inductor's own C++ GEMMs for the drafters; autotuning's tables on stderr are off "
                          "unless the JSON turns them on)")
+    ap.add_argument("--speculative-config", nargs="+", default=None, metavar="JSON",
+                    help="vLLM's speculative_config as JSON, one row each, in place of --methods, e.g. "
+                         "'{\"method\": \"draft_model\", \"model\": \"zoo:draft\", \"num_speculative_tokens\": 9}'")
     ap.add_argument("--refill", action="store_true",
                     help="every prompt in one generate, at most batch-size running at once: the scheduler starts "
                          "a waiting request when one finishes, as a server does (default: batches one by one)")
@@ -330,13 +340,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
         ap.set_defaults(**QUICK)
     args = ap.parse_args(argv)
     compilation_config = quiet_autotune(parse_json_option("--compilation-config", args.compilation_config))
+    configs = None
+    if args.speculative_config:
+        if args.methods:
+            raise ValueError("--methods and --speculative-config name the rows two ways: give one of them")
+        configs = {}
+        for text in args.speculative_config:
+            config = parse_json_option("--speculative-config", text)
+            configs[config_label(config)] = config
     print(f"CPU: {cpu_description()}")  # the costs below depend on it: record it with them
     rows = []
     with torch_threads(args.threads):
         for dtype in args.dtypes:
             for batch_size in args.batch_sizes:
                 group = run(dtype, batch_size, args.num_prompts, args.prompt_len, args.max_tokens, args.repeats,
-                            args.methods, enforce_eager=not args.compile, refill=args.refill,
+                            args.methods, enforce_eager=not args.compile, refill=args.refill, configs=configs,
                             compile_drafter=args.compile_drafter, compilation_config=compilation_config)
                 print_table(group, args.phases)
                 rows += group

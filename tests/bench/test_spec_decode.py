@@ -86,3 +86,15 @@ def test_compilation_config_from_the_command_line():
     loud = {"inductor_compile_config": {"autotune_num_choices_displayed": 5}}
     assert quiet_autotune(loud)["inductor_compile_config"]["autotune_num_choices_displayed"] == 5
     assert quiet_autotune(None) is None
+
+
+def test_speculative_configs_from_the_command_line():
+    from minispec.bench.spec_decode import config_label, main
+
+    assert config_label({"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 9,
+                         "enforce_eager": False}) == "draft_model k=9 enforce_eager=false"
+    rows = main(["--quick", "--dtypes", "float32", "--batch-sizes", "1", "--speculative-config",
+                 '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}'])
+    assert [r["method"] for r in rows] == ["ngram k=3 prompt_lookup_max=3"] and rows[0]["n"] == 4
+    with pytest.raises(ValueError, match="--methods and --speculative-config"):
+        main(["--quick", "--methods", "ngram k=4", "--speculative-config", '{"method": "ngram"}'])

@@ -347,7 +347,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
         configs = {}
         for text in args.speculative_config:
             config = parse_json_option("--speculative-config", text)
-            configs[config_label(config)] = config
+            label = config_label(config)
+            if label in configs:  # a second row of the same name would replace the first
+                raise ValueError(f"--speculative-config: two configs share the row name {label!r} "
+                                 f"({json.dumps(configs[label])} and {text}; the name leaves out 'model')")
+            configs[label] = config
     print(f"CPU: {cpu_description()}")  # the costs below depend on it: record it with them
     rows = []
     with torch_threads(args.threads):

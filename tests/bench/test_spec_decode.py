@@ -98,3 +98,6 @@ def test_speculative_configs_from_the_command_line():
     assert [r["method"] for r in rows] == ["ngram k=3 prompt_lookup_max=3"] and rows[0]["n"] == 4
     with pytest.raises(ValueError, match="--methods and --speculative-config"):
         main(["--quick", "--methods", "ngram k=4", "--speculative-config", '{"method": "ngram"}'])
+    with pytest.raises(ValueError, match="share the row name 'draft_model k=3'"):
+        main(["--quick", "--speculative-config", '{"method": "draft_model", "model": "a", "num_speculative_tokens": 3}',
+              '{"method": "draft_model", "model": "b", "num_speculative_tokens": 3}'])

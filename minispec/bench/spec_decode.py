@@ -302,8 +302,10 @@ def quiet_autotune(compilation_config: dict | None) -> dict | None:
 
 
 def config_label(config: dict) -> str:
-    """A row's name for a speculative_config given on the command line: its method, k and any other keys."""
-    label = f"{config.get('method')} k={config.get('num_speculative_tokens', '?')}"
+    """A row's name for a speculative_config given on the command line: its method, k (where given) and any other
+    keys."""
+    k = config.get("num_speculative_tokens")
+    label = f"{config.get('method')}" + ("" if k is None else f" k={k}")
     rest = {k: v for k, v in config.items() if k not in ("method", "model", "num_speculative_tokens")}
     return label + "".join(f" {k}={json.dumps(v)}" for k, v in rest.items())
 

@@ -71,7 +71,7 @@ def compile_method(method, options: dict | None = None):
 
 def compile_model(model: nn.Module, device: torch.device, options: dict | None = None) -> nn.Module:
     """Replace the model's forward with a compiled version, in place; on a CPU the linear layers called outside
-    it multiply on packed weights (inside it, `gemm_outside_compiled_forward` hands Dynamo a plain F.linear). The
+    it multiply on packed weights (inside it, `cpu_unquantized_gemm` hands Dynamo a plain F.linear). The
     weights must not change afterwards: freezing has made them constants of the graph."""
     import torch._inductor.config  # here, not at the top: importing Inductor costs every eager engine 2-3 s
 
@@ -80,7 +80,7 @@ def compile_model(model: nn.Module, device: torch.device, options: dict | None =
         # process-wide, and read when a graph compiles (at its first call): torch.compile(options=...) does not
         # reach the pass that packs the weights
         torch._inductor.config.freezing = True
-        dispatch_cpu_unquantized_gemm(model, compiled_forward=True)
+        dispatch_cpu_unquantized_gemm(model)
     model.forward = compile_method(model.forward, options)
     model.is_compiled = True
     model.inductor_compile_config = dict(options or {})  # for what else of it gets compiled (greedy_steps)

@@ -23,6 +23,12 @@ x_{p+2}. Each propose call:
      losslessly; with "probabilistic" random requests sample from the draft's processed distribution and keep
      the probabilities for the rejection sampler;
    - static tree (`speculative_token_tree`) and EAGLE-2 dynamic tree: `minispec/spec_decode/eagle_tree.py`.
+
+   A compiled head (speculative_config `enforce_eager=False`) drafts an EAGLE-2 tree, or a greedy chain (the
+   tree of top_k 1), in one compiled graph: every depth, its logits and top_k, and the tree's bookkeeping, with
+   the keys of the whole call built once (`DraftKeys`). Compiling the head's forward alone gains nothing on a
+   CPU, where guards and the graph's wrapper cost as much per depth as they save (minispec's own; vLLM v0.32.0
+   replays a CUDA graph per depth).
 3. the tree of the call is kept (`last_trees[request_id]`, a `DraftTree`) for verification and notebooks.
 
 The target's features reach the proposer through `add_target_features` (the model runner calls it for every
@@ -76,6 +82,17 @@ class EagleState:
 
 
 @dataclass
+class FirstPass:
+    """The first pass's inputs: every request's uncommitted entries, causally (`EagleProposer._first_pass`)."""
+
+    input_ids: torch.Tensor  # [T] x_{c+1} .. x_{n-1} of every request
+    positions: torch.Tensor  # [T] entry p sits at RoPE position p
+    features: torch.Tensor  # [T, H] the target's features f_c .. f_{n-2}
+    meta: AttentionMetadata  # causal, over the draft's cache
+    last: torch.Tensor  # [B] each request's last entry among the T
+
+
+@dataclass
 class DraftBatch:
     """The requests drafting this step, as tensors: what every per-depth forward needs."""
 
@@ -84,8 +101,21 @@ class DraftBatch:
     block_table: torch.Tensor  # the same on the device
     committed: torch.Tensor  # [B] committed entries after the first pass (= n - 1)
     host_committed: list[int]  # the same on the host
-    root_out: torch.Tensor  # [B, H] the first pass's last output (for logits)
-    root_feed: torch.Tensor  # [B, H] the same entry's state to feed back
+    first: FirstPass  # run by `_run_first_pass`, or inside the one graph of a compiled head
+
+
+@dataclass
+class DraftKeys:
+    """The keys of one drafting call, built once (`EagleProposer._draft_keys`) for a tree grown in one compiled
+    graph: every depth attends to the committed entries and the whole run region of R slots, and its mask hides
+    the slots that are not its ancestors (among them every slot not written yet)."""
+
+    key_slots: torch.Tensor  # [B, S] cache slots of entries 0 .. S - 1, S = max committed + R (0 past a row's own)
+    committed_keys: torch.Tensor  # [B, S] bool: a committed entry, which every query sees
+    run: torch.Tensor  # [B, S] an entry's run slot, clamped to 0 .. R - 1
+    in_run: torch.Tensor  # [B, S] bool: an entry of the run region
+    run_slots: torch.Tensor  # [B, R] the cache slot of each run slot
+    last_position: torch.Tensor  # [B] committed - 1: a depth-d query sits at RoPE position last_position + d
 
 
 class EagleProposer(TreeDrafting):
@@ -123,6 +153,11 @@ class EagleProposer(TreeDrafting):
         self.last_trees: dict[str, DraftTree] = {}
         self.tree_log: list[tuple[str, DraftTree]] | None = None  # set to [] to keep every step's trees
         self.device = kv_caches[0][0].device
+        # a compiled head drafts each EAGLE-2 tree, and each greedy chain (a tree of top_k 1), in one graph
+        self.one_graph = True
+        self.greedy_chain = DynamicTreeConfig(k + 1, k - 1, 1) if tree is None and dynamic_tree is None and k > 1 \
+            else None
+        self._compiled_grow_tree = None  # _grow_tree_in_graph compiled, built at the first such call
         if tree is not None:
             self._init_static_tree(tree)
 
@@ -168,6 +203,11 @@ class EagleProposer(TreeDrafting):
         if self.dynamic_tree is not None:
             return self.dynamic_tree.depth + 1
         return self.tree.depth if self.tree is not None else self.k
+
+    @property
+    def in_one_graph(self) -> bool:
+        """Whether a drafting call grows its tree in one compiled graph: a compiled head, one_graph on."""
+        return self.one_graph and getattr(self.draft, "is_compiled", False)
 
     @property
     def max_nodes_run(self) -> int:
@@ -258,7 +298,8 @@ class EagleProposer(TreeDrafting):
         )
 
     def _first_pass(self, states: list[EagleState], histories: list[list[int]]) -> DraftBatch:
-        """Feed every uncommitted entry (x_{p+1}, f_p) causally, all requests in one forward."""
+        """The batch, with the inputs of the first pass: every uncommitted entry (x_{p+1}, f_p) causally, all
+        requests in one forward, which `_run_first_pass` runs (or the one graph of a compiled head)."""
         dev = self.device
         block_table = padded_block_table([self.kv_cache_manager.get_block_ids(s.request_id) for s in states])
         context = [s.num_computed_tokens for s in states]  # [B]
@@ -267,15 +308,21 @@ class EagleProposer(TreeDrafting):
         meta = causal_metadata(block_table, context, query_lens, self.block_size, dev)
         features = torch.cat([f for s in states for f in s.features])  # [T, H]
         input_ids = torch.tensor([t for row in tokens for t in row], dtype=torch.long, device=dev)  # [T]
-        positions = meta.slot_positions  # [T] entry p sits at RoPE position p
-        out, feed = self.draft(input_ids, positions, features, self.kv_caches, meta)  # [T, H] each
         committed = [c + n for c, n in zip(context, query_lens)]  # [B]
         last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B]
         for s, h in zip(states, histories):
             s.num_computed_tokens = len(h) - 1
             s.features = []
         return DraftBatch(states, block_table, torch.from_numpy(block_table).to(dev),
-                          torch.tensor(committed, device=dev), committed, out[last], feed[last])
+                          torch.tensor(committed, device=dev), committed,
+                          FirstPass(input_ids, meta.slot_positions, features, meta, last))
+
+    def _run_first_pass(self, first: FirstPass, forward=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first pass's outputs at each request's last entry (for logits, to feed back), each [B, H];
+        `forward`: the draft's own forward (not the compiled one), inside the one graph of a compiled head."""
+        forward = forward or self.draft
+        out, feed = forward(first.input_ids, first.positions, first.features, self.kv_caches, first.meta)  # [T, H]
+        return out[first.last], feed[first.last]
 
     # ---- one forward over a depth's nodes, every request at once ------------------------------------------
     def _run_depth(
@@ -314,6 +361,52 @@ class EagleProposer(TreeDrafting):
         out, feed = self.draft(tokens.flatten(), positions, hidden.flatten(0, 1), self.kv_caches, meta)
         return out.view(num_reqs, num_q, -1), feed.view(num_reqs, num_q, -1)
 
+    def _draft_keys(self, batch: DraftBatch, num_run: int) -> DraftKeys:
+        """What `_run_depth_in_graph` needs at every depth of the call, as tensors of fixed shape."""
+        num_reqs, dev, committed = len(batch.states), self.device, batch.committed
+        span = max(batch.host_committed) + num_run
+        key_pos = torch.arange(span, device=dev).expand(num_reqs, span)  # [B, S]
+        valid = key_pos < (committed + num_run)[:, None]
+        run = key_pos - committed[:, None]
+        run_pos = committed[:, None] + torch.arange(num_run, device=dev)  # [B, R]
+        return DraftKeys(
+            key_slots=slots_of(batch.block_table, key_pos, self.block_size).masked_fill(~valid, 0),
+            committed_keys=key_pos < committed[:, None],
+            run=run.clamp(0, num_run - 1),
+            in_run=(run >= 0) & valid,
+            run_slots=slots_of(batch.block_table, run_pos, self.block_size),
+            last_position=committed - 1,
+        )
+
+    def _run_depth_in_graph(
+        self,
+        keys: DraftKeys,
+        tokens: torch.Tensor,  # [B, Q] draft inputs (target ids)
+        hidden: torch.Tensor,  # [B, Q, H] their parents' fed-back states
+        depth: int,
+        first_slot: int,
+        ancestors: torch.Tensor,  # [B, Q, R] bool: run slots each query sees (its ancestors and itself)
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`_run_depth` on keys built once per call, with the draft's own forward (not the compiled one bound
+        to it): traced into the graph of the whole tree (`_grow_tree_compiled`)."""
+        num_reqs, num_q = tokens.shape
+        dev = tokens.device
+        seen = ancestors.gather(2, keys.run[:, None, :].expand(num_reqs, num_q, -1))  # [B, Q, S]
+        mask = keys.committed_keys[:, None, :] | (keys.in_run[:, None, :] & seen)  # [B, Q, S]
+        meta = AttentionMetadata(
+            num_tokens=num_reqs * num_q,
+            slot_mapping=keys.run_slots[:, first_slot : first_slot + num_q].flatten(),
+            query_index=torch.arange(num_reqs * num_q, device=dev).view(num_reqs, num_q),
+            output_index=torch.arange(num_reqs * num_q, device=dev),
+            key_slots=keys.key_slots,
+            attn_mask=mask[:, None],
+            is_uniform_decode=True,
+        )
+        positions = (keys.last_position + depth).repeat_interleave(num_q)  # [B * Q]
+        out, feed = type(self.draft).forward(self.draft, tokens.flatten(), positions, hidden.flatten(0, 1),
+                                             self.kv_caches, meta)
+        return out.view(num_reqs, num_q, -1), feed.view(num_reqs, num_q, -1)
+
     def _log_probs(self, out: torch.Tensor) -> torch.Tensor:
         return self.draft.compute_logits(out).float().log_softmax(dim=-1)  # [..., draft vocab]
 
@@ -324,10 +417,14 @@ class EagleProposer(TreeDrafting):
         committed entries c as the sequence lengths (`DecodeSteps`: positions, slots and masks built once per
         call), as vLLM runs both drafters through one loop."""
         num_reqs, dev = len(batch.states), self.device
+        if md is GREEDY and self.greedy_chain is not None and self.in_one_graph:
+            tokens, _, scores, _ = self._draft_in_graph(batch, chain=True)  # [B, k] each
+            return [DraftTree(h[-1], t, list(range(-1, self.k)), sc)
+                    for h, t, sc in zip(histories, tokens.tolist(), scores.tolist())]
         tokens = torch.zeros(num_reqs, self.k, dtype=torch.long, device=dev)  # [B, k] target ids
         scores = torch.zeros(num_reqs, self.k, device=dev)  # [B, k] cumulative draft log-probability
         probs: list[torch.Tensor] = []  # per depth [B, draft vocab], when random rows sample their drafts
-        out, feed = batch.root_out, batch.root_feed  # [B, H]
+        out, feed = self._run_first_pass(batch.first)  # [B, H] each
         committed = batch.host_committed
         longest = max(committed)
         steps = None if self.k == 1 else DecodeSteps.build(
@@ -358,6 +455,6 @@ class EagleProposer(TreeDrafting):
 
 
 __all__ = [
-    "DraftBatch", "DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "TreeExpansion",
+    "DraftBatch", "DraftKeys", "FirstPass", "DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "TreeExpansion",
     "target_features",
 ]

@@ -19,6 +19,7 @@ scores and ancestor masks live in [B, nodes] tensors, so no Python runs per node
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -126,7 +127,8 @@ class TreeDrafting:
         num_reqs = len(batch.states)
         tokens = torch.zeros(num_reqs, tree.num_nodes + 1, dtype=torch.long, device=dev)  # [B, N + 1]
         scores = torch.zeros(num_reqs, tree.num_nodes + 1, device=dev)
-        values, ids = _top_children(self, batch.root_out, width)  # [B, W]
+        root_out, root_feed = self._run_first_pass(batch.first)  # [B, H] each
+        values, ids = _top_children(self, root_out, width)  # [B, W]
         feeds: dict[int, torch.Tensor] = {}  # run node -> its fed-back state [B, H]
         node = 1
         for d, sources in enumerate(self._static_sources):
@@ -144,7 +146,7 @@ class TreeDrafting:
             if not run:
                 break
             hidden = torch.stack(
-                [batch.root_feed if tree.parents[u] == 0 else feeds[tree.parents[u]] for u in run], dim=1
+                [root_feed if tree.parents[u] == 0 else feeds[tree.parents[u]] for u in run], dim=1
             )  # [B, Q, H]
             first = self._static_run_slot[run[0]]
             ancestors = self._static_ancestors[run][:, : first + len(run)].expand(num_reqs, -1, -1)
@@ -159,26 +161,50 @@ class TreeDrafting:
     def _draft_tree(self, batch, histories) -> list[DraftTree]:
         if self.dynamic_tree is None:
             return self._draft_static_tree(batch, histories)
-        cfg, dev = self.dynamic_tree, self.device
-        k, num_reqs = cfg.top_k, len(batch.states)
+        if self.in_one_graph:  # a compiled head: the first pass and the whole tree in one graph
+            tokens, parents, scores, frontiers = self._draft_in_graph(batch, chain=False)
+        else:
+            def run_depth(tokens, hidden, depth, first, seen):  # the keys written so far, rebuilt per depth
+                return self._run_depth(batch, tokens, hidden, depth, first, seen[:, :, : first + tokens.shape[1]])
+
+            tokens, parents, scores, frontiers = self._grow_tree(*self._run_first_pass(batch.first), run_depth,
+                                                                 self.dynamic_tree)
+        trees, keep = self._keep_best(tokens, parents, scores, histories)
+        if self.tree_log is not None:
+            cfg = self.dynamic_tree
+            depths = torch.cat([torch.ones(cfg.top_k, dtype=torch.long)] + [
+                torch.full((cfg.top_k**2,), d + 2, dtype=torch.long) for d in range(cfg.depth)]).tolist()
+            for b, tree in enumerate(trees):
+                tree.expansion = TreeExpansion(
+                    tokens[b].tolist(), parents[b].tolist(), scores[b].tolist(), depths,
+                    [f[b].tolist() for f in frontiers], keep[b].tolist(),
+                )
+        return trees
+
+    def _grow_tree(self, root_out: torch.Tensor, root_feed: torch.Tensor, run_depth, cfg: DynamicTreeConfig):
+        """EAGLE-2's expansion from the root's outputs root_out, root_feed [B, H]: every generated node's target id,
+        parent and cumulative score ([B, G] each) and the frontier run at each depth ([B, K] per depth).
+        `run_depth(tokens, hidden, depth, first_slot, seen)` runs one depth's frontier through the draft. With
+        top_k = 1 the tree is a greedy chain of depth + 1 drafts, each the argmax after the one before."""
+        dev = root_out.device
+        k, num_reqs = cfg.top_k, root_out.shape[0]
         num_nodes, num_run = cfg.num_generated, cfg.depth * k
         tokens = torch.zeros(num_reqs, num_nodes, dtype=torch.long, device=dev)  # [B, G] target ids
         parents = torch.full((num_reqs, num_nodes), -1, dtype=torch.long, device=dev)  # -1: the root
         scores = torch.zeros(num_reqs, num_nodes, device=dev)  # cumulative draft log-probability
         ancestors = torch.zeros(num_reqs, num_nodes, num_run, dtype=torch.bool, device=dev)  # run slots seen
-        values, ids = _top_children(self, batch.root_out, k)  # [B, K]
+        values, ids = _top_children(self, root_out, k)  # [B, K]
         tokens[:, :k], scores[:, :k] = ids, values
         rows = torch.arange(num_reqs, device=dev)[:, None]
         frontier = torch.arange(k, device=dev).expand(num_reqs, k)  # [B, K] depth 1: every root child runs
-        hidden = batch.root_feed[:, None].expand(-1, k, -1)  # [B, K, H] they read the root's state
+        hidden = root_feed[:, None].expand(-1, k, -1)  # [B, K, H] they read the root's state
         frontiers = []
         for step in range(cfg.depth):
             frontiers.append(frontier)
             first = step * k
             seen = ancestors[rows, frontier]  # [B, K, R]
             seen[:, torch.arange(k), first + torch.arange(k)] = True  # each query sees its own slot
-            out, feed = self._run_depth(batch, tokens[rows, frontier], hidden, step + 1, first,
-                                        seen[:, :, : first + k])
+            out, feed = run_depth(tokens[rows, frontier], hidden, step + 1, first, seen)
             values, ids = _top_children(self, out, k)  # [B, K, K]
             base = k + step * k * k  # children of this depth's frontier, parent by parent, best first
             new = slice(base, base + k * k)
@@ -190,16 +216,32 @@ class TreeDrafting:
             order = scores[:, new].sort(dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]
             frontier = base + order.sort(dim=1).values
             hidden = feed.repeat_interleave(k, dim=1)[rows, frontier - base]  # [B, K, H] each parent's state
-        trees, keep = self._keep_best(tokens, parents, scores, histories)
-        if self.tree_log is not None:
-            depths = torch.cat([torch.ones(k, dtype=torch.long)] + [
-                torch.full((k * k,), d + 2, dtype=torch.long) for d in range(cfg.depth)]).tolist()
-            for b, tree in enumerate(trees):
-                tree.expansion = TreeExpansion(
-                    tokens[b].tolist(), parents[b].tolist(), scores[b].tolist(), depths,
-                    [f[b].tolist() for f in frontiers], keep[b].tolist(),
-                )
-        return trees
+        return tokens, parents, scores, frontiers
+
+    def _draft_in_graph(self, batch, chain: bool):
+        """`_grow_tree_in_graph`, compiled at its first call (a variant for one entry in the first pass, one for
+        several); returns what _grow_tree returns. `chain`: the greedy chain (a tree of top_k 1)."""
+        if self._compiled_grow_tree is None:
+            from minispec.compilation.decorators import compile_method
+            from minispec.model_executor.models.llama import RotaryEmbedding
+
+            for module in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
+                if isinstance(module, RotaryEmbedding):
+                    module._table()
+            options = getattr(self.draft, "inductor_compile_config", None)
+            self._compiled_grow_tree = compile_method(self._grow_tree_in_graph, options)
+        return self._compiled_grow_tree(batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
+
+    def _grow_tree_in_graph(self, first, keys, chain: bool):
+        """The first pass and `_grow_tree`, every depth on the call's keys (`_run_depth_in_graph`): what a compiled
+        head compiles whole, so the framework's per-call cost (guards, the graph's wrapper) is paid once per
+        drafting call, not once per forward, and the tree's small tensor ops fuse."""
+        root_out, root_feed = self._run_first_pass(first, functools.partial(type(self.draft).forward, self.draft))
+
+        def run_depth(tokens, hidden, depth, first_slot, seen):
+            return self._run_depth_in_graph(keys, tokens, hidden, depth, first_slot, seen)
+
+        return self._grow_tree(root_out, root_feed, run_depth, self.greedy_chain if chain else self.dynamic_tree)
 
     def _keep_best(self, tokens, parents, scores, histories) -> tuple[list[DraftTree], torch.Tensor]:
         """The total_tokens - 1 best nodes of each request, renumbered 1..N in creation order."""

@@ -93,6 +93,8 @@ def test_speculative_configs_from_the_command_line():
 
     assert config_label({"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 9,
                          "enforce_eager": False}) == "draft_model k=9 enforce_eager=false"
+    assert config_label({"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 3,
+                         "top_k": 2}) == "eagle total_tokens=12 depth=3 top_k=2"
     rows = main(["--quick", "--dtypes", "float32", "--batch-sizes", "1", "--speculative-config",
                  '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}'])
     assert [r["method"] for r in rows] == ["ngram k=3 prompt_lookup_max=3"] and rows[0]["n"] == 4

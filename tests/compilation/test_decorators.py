@@ -97,6 +97,28 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
     assert counts[True] == counts[False] and counts[True][0] > 0
 
 
+@pytest.mark.parametrize("shape", [{"total_tokens": 8, "depth": 3, "top_k": 2}, {"num_speculative_tokens": 3}],
+                         ids=["EAGLE-2 tree", "greedy chain"])
+def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
+    """A compiled EAGLE head grows an EAGLE-2 tree (every depth, its logits and top_k, the tree's bookkeeping), or
+    a greedy chain as a tree of top_k 1, in one compiled function, and drafts what the eager head drafts: the
+    same tokens accepted at every position. With one_graph off it compiles the head's forward alone. Greedy
+    output stays equal to eager plain decoding (the target is eager)."""
+    target, eagle = models[0], models[2]
+    plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
+    counts = {}
+    for eager, one_graph in ((True, True), (False, True), (False, False)):
+        spec = {"method": "eagle", "model": eagle, **shape, "enforce_eager": eager}
+        llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
+        proposer = llm.llm_engine.model_runner.drafter
+        proposer.one_graph = one_graph
+        assert generate(llm, PROMPTS, greedy()) == plain
+        assert (proposer._compiled_grow_tree is not None) is (not eager and one_graph)
+        stats = llm.get_spec_decoding_stats()
+        counts[eager, one_graph] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
+    assert len(set(map(str, counts.values()))) == 1 and counts[True, True][0] > 0
+
+
 def test_compilation_config_reaches_the_compiled_drafter(models):
     """vLLM's compilation_config: inductor_compile_config goes to every compiled network (here only the draft model
     and its greedy steps; the target runs eager), and with max_autotune Inductor's own C++ GEMMs keep the output

@@ -81,20 +81,16 @@ def packed_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | No
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
 
-def dispatch_cpu_unquantized_gemm(
-    model: nn.Module, min_weight_numel: int = 0, min_rows: int = 1, compiled_forward: bool = False
-) -> int:
+def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, min_rows: int = 1) -> int:
     """Route every `nn.Linear` of `model` on a CPU whose weight oneDNN packs here (`packable_dtypes`) and holds
     at least `min_weight_numel` elements through `cpu_unquantized_gemm`, which packs calls of at least
-    `min_rows` rows; returns how many layers. Undo with `restore_linear`. `compiled_forward`: the model's
-    forward is compiled, so only calls outside it (compute_logits) take the pack."""
+    `min_rows` rows; returns how many layers. Undo with `restore_linear`."""
     dtypes = packable_dtypes()
-    gemm = gemm_outside_compiled_forward if compiled_forward else cpu_unquantized_gemm
     count = 0
     for module in model.modules():
         if (type(module) is nn.Linear and module.weight.device.type == "cpu" and module.weight.dtype in dtypes
                 and module.weight.numel() >= min_weight_numel):
-            module.forward = types.MethodType(gemm, module)
+            module.forward = types.MethodType(cpu_unquantized_gemm, module)
             module._onednn = None  # (weight, its version, the packed weight), built at the first packed call
             module._onednn_min_rows = min_rows
             count += 1
@@ -110,9 +106,12 @@ def restore_linear(model: nn.Module) -> None:
 
 def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """`layer(x)`, with x [..., in_features]: oneDNN's matmul on the packed weight; F.linear under autograd, for
-    another dtype, or for fewer rows than the layer's min_rows. Bound to a layer as its forward by
-    dispatch_cpu_unquantized_gemm."""
+    another dtype, for fewer rows than the layer's min_rows, and while Dynamo traces the call (a compiled forward,
+    or a compiled drafting call that reads an eager target's lm_head): Inductor's freezing packs that weight
+    itself. Bound to a layer as its forward by dispatch_cpu_unquantized_gemm."""
     weight = layer.weight
+    if torch.compiler.is_compiling():
+        return F.linear(x, weight, layer.bias)
     rows = x.numel() // weight.shape[1] if x.dim() else 1
     if rows < layer._onednn_min_rows or x.dtype != weight.dtype or (torch.is_grad_enabled() and weight.requires_grad):
         return F.linear(x, weight, layer.bias)
@@ -121,14 +120,6 @@ def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, weight, layer.bias)
     out = packed_linear(x.reshape(rows, -1), packed, layer.bias)  # [rows, out_features]
     return out.view(*x.shape[:-1], weight.shape[0])
-
-
-def gemm_outside_compiled_forward(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    """`cpu_unquantized_gemm` for a model whose forward is compiled: inside that forward Dynamo traces a plain
-    F.linear, whose weight Inductor's freezing packs itself; eager calls take the packed weight."""
-    if torch.compiler.is_compiling():
-        return F.linear(x, layer.weight, layer.bias)
-    return cpu_unquantized_gemm(layer, x)
 
 
 def _packed_weight(layer: nn.Linear) -> torch.Tensor | None:

@@ -63,6 +63,9 @@ METHODS: dict[str, dict] = {
     "medusa tree (16)": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE},
     "eagle chain k=4": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
     "EAGLE-2 tree (16)": {"method": "eagle", "model": "zoo:eagle", **EAGLE2},
+    # the head compiled: the first pass and the whole tree in one graph per drafting call (c 0.48 -> 0.31 in
+    # float32 on an AMD EPYC, docs/benchmarks.md)
+    "EAGLE-2 tree compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "enforce_eager": False},
     "eagle3 chain k=4": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 4},
     "eagle3 tree (16)": {"method": "eagle3", "model": "zoo:eagle3", **EAGLE2},
 }

@@ -26,9 +26,9 @@ x_{p+2}. Each propose call:
 
    A compiled head (speculative_config `enforce_eager=False`) drafts an EAGLE-2 tree, or a greedy chain (the
    tree of top_k 1), in one compiled graph: every depth, its logits and top_k, and the tree's bookkeeping, with
-   the keys of the whole call built once (`DraftKeys`). Compiling the head's forward alone gains nothing on a
-   CPU, where guards and the graph's wrapper cost as much per depth as they save (minispec's own; vLLM v0.32.0
-   replays a CUDA graph per depth).
+   the keys of the whole call built once (`DraftKeys`). With the head's forward compiled alone, the guard check
+   and the graph's Python wrapper are paid at every depth, about 0.3 ms a call on a CPU (docs/benchmarks.md;
+   minispec's own: vLLM v0.32.0 replays a CUDA graph per depth).
 3. the tree of the call is kept (`last_trees[request_id]`, a `DraftTree`) for verification and notebooks.
 
 The target's features reach the proposer through `add_target_features` (the model runner calls it for every
@@ -388,7 +388,7 @@ class EagleProposer(TreeDrafting):
         ancestors: torch.Tensor,  # [B, Q, R] bool: run slots each query sees (its ancestors and itself)
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """`_run_depth` on keys built once per call, with the draft's own forward (not the compiled one bound
-        to it): traced into the graph of the whole tree (`_grow_tree_compiled`)."""
+        to it): traced into the graph of the whole tree (`_grow_tree_in_graph`)."""
         num_reqs, num_q = tokens.shape
         dev = tokens.device
         seen = ancestors.gather(2, keys.run[:, None, :].expand(num_reqs, num_q, -1))  # [B, Q, S]

@@ -106,9 +106,9 @@ class DraftBatch:
 
 @dataclass
 class DraftKeys:
-    """The keys of one drafting call, built once (`EagleProposer._draft_keys`) for a tree grown in one compiled
-    graph: every depth attends to the committed entries and the whole run region of R slots, and its mask hides
-    the slots that are not its ancestors (among them every slot not written yet)."""
+    """What a depth attends to (`EagleProposer._draft_keys`): the committed entries and a run region of R slots,
+    of which its mask keeps only its ancestors and itself. Eager depths build them for the slots written so far;
+    the one graph of a compiled head builds them once per call for the whole run region."""
 
     key_slots: torch.Tensor  # [B, S] cache slots of entries 0 .. S - 1, S = max committed + R (0 past a row's own)
     committed_keys: torch.Tensor  # [B, S] bool: a committed entry, which every query sees
@@ -325,49 +325,13 @@ class EagleProposer(TreeDrafting):
         return out[first.last], feed[first.last]
 
     # ---- one forward over a depth's nodes, every request at once ------------------------------------------
-    def _run_depth(
-        self,
-        batch: DraftBatch,
-        tokens: torch.Tensor,  # [B, Q] draft inputs (target ids)
-        hidden: torch.Tensor,  # [B, Q, H] their parents' fed-back states
-        depth: int,  # every query sits at this depth
-        first_slot: int,  # run-slot index of query 0 (slots committed + first_slot + q)
-        ancestors: torch.Tensor,  # [B, Q, R] bool: run slots each query sees (its ancestors and itself)
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns (outputs for logits, outputs to feed back), each [B, Q, H]."""
-        num_reqs, num_q = tokens.shape
-        num_run = ancestors.shape[-1]
-        dev = self.device
-        committed = batch.committed  # [B]
-        span = int(committed.max()) + num_run
-        key_pos = torch.arange(span, device=dev).expand(num_reqs, span)  # [B, S]
-        valid = key_pos < (committed + num_run)[:, None]
-        key_slots = slots_of(batch.block_table, key_pos, self.block_size).masked_fill(~valid, 0)
-        run = key_pos - committed[:, None]  # [B, S] index into the run region (negative: committed)
-        in_run = (run >= 0) & valid
-        seen = ancestors.gather(2, run.clamp(0, num_run - 1)[:, None, :].expand(num_reqs, num_q, span))
-        mask = (key_pos < committed[:, None])[:, None, :] | (in_run[:, None, :] & seen)  # [B, Q, S]
-        query_pos = committed[:, None] + first_slot + torch.arange(num_q, device=dev)[None, :]  # [B, Q]
-        meta = AttentionMetadata(
-            num_tokens=num_reqs * num_q,
-            slot_mapping=slots_of(batch.block_table, query_pos, self.block_size).flatten(),
-            query_index=torch.arange(num_reqs * num_q, device=dev).view(num_reqs, num_q),
-            output_index=torch.arange(num_reqs * num_q, device=dev),
-            key_slots=key_slots,
-            attn_mask=mask[:, None],
-            is_uniform_decode=True,  # num_q queries for every request
-        )
-        positions = (committed - 1 + depth).repeat_interleave(num_q)  # [B * Q] RoPE position c - 1 + d
-        out, feed = self.draft(tokens.flatten(), positions, hidden.flatten(0, 1), self.kv_caches, meta)
-        return out.view(num_reqs, num_q, -1), feed.view(num_reqs, num_q, -1)
-
     def _draft_keys(self, batch: DraftBatch, num_run: int) -> DraftKeys:
-        """What `_run_depth_in_graph` needs at every depth of the call, as tensors of fixed shape."""
+        """The keys of run slots 0 .. num_run - 1 after the committed entries, as tensors (`DraftKeys`)."""
         num_reqs, dev, committed = len(batch.states), self.device, batch.committed
         span = max(batch.host_committed) + num_run
         key_pos = torch.arange(span, device=dev).expand(num_reqs, span)  # [B, S]
         valid = key_pos < (committed + num_run)[:, None]
-        run = key_pos - committed[:, None]
+        run = key_pos - committed[:, None]  # [B, S] index into the run region (negative: committed)
         run_pos = committed[:, None] + torch.arange(num_run, device=dev)  # [B, R]
         return DraftKeys(
             key_slots=slots_of(batch.block_table, key_pos, self.block_size).masked_fill(~valid, 0),
@@ -378,17 +342,18 @@ class EagleProposer(TreeDrafting):
             last_position=committed - 1,
         )
 
-    def _run_depth_in_graph(
+    def _run_depth(
         self,
         keys: DraftKeys,
         tokens: torch.Tensor,  # [B, Q] draft inputs (target ids)
         hidden: torch.Tensor,  # [B, Q, H] their parents' fed-back states
-        depth: int,
-        first_slot: int,
+        depth: int,  # every query sits at this depth
+        first_slot: int,  # run-slot index of query 0 (slots committed + first_slot + q)
         ancestors: torch.Tensor,  # [B, Q, R] bool: run slots each query sees (its ancestors and itself)
+        forward=None,  # the draft's own forward inside the one graph of a compiled head; else the draft
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """`_run_depth` on keys built once per call, with the draft's own forward (not the compiled one bound
-        to it): traced into the graph of the whole tree (`_grow_tree_in_graph`)."""
+        """One depth's queries through the draft. Returns (outputs for logits, outputs to feed back), each
+        [B, Q, H]."""
         num_reqs, num_q = tokens.shape
         dev = tokens.device
         seen = ancestors.gather(2, keys.run[:, None, :].expand(num_reqs, num_q, -1))  # [B, Q, S]
@@ -400,11 +365,11 @@ class EagleProposer(TreeDrafting):
             output_index=torch.arange(num_reqs * num_q, device=dev),
             key_slots=keys.key_slots,
             attn_mask=mask[:, None],
-            is_uniform_decode=True,
+            is_uniform_decode=True,  # num_q queries for every request
         )
-        positions = (keys.last_position + depth).repeat_interleave(num_q)  # [B * Q]
-        out, feed = type(self.draft).forward(self.draft, tokens.flatten(), positions, hidden.flatten(0, 1),
-                                             self.kv_caches, meta)
+        positions = (keys.last_position + depth).repeat_interleave(num_q)  # [B * Q] RoPE position c - 1 + d
+        forward = forward or self.draft
+        out, feed = forward(tokens.flatten(), positions, hidden.flatten(0, 1), self.kv_caches, meta)
         return out.view(num_reqs, num_q, -1), feed.view(num_reqs, num_q, -1)
 
     def _log_probs(self, out: torch.Tensor) -> torch.Tensor:

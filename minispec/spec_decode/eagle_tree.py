@@ -150,7 +150,8 @@ class TreeDrafting:
             )  # [B, Q, H]
             first = self._static_run_slot[run[0]]
             ancestors = self._static_ancestors[run][:, : first + len(run)].expand(num_reqs, -1, -1)
-            out, feed = self._run_depth(batch, tokens[:, run], hidden, d + 1, first, ancestors)
+            keys = self._draft_keys(batch, ancestors.shape[-1])
+            out, feed = self._run_depth(keys, tokens[:, run], hidden, d + 1, first, ancestors)
             for q, u in enumerate(run):
                 feeds[u] = feed[:, q]
             values, ids = _top_children(self, out, width)  # [B, Q, W]
@@ -165,7 +166,9 @@ class TreeDrafting:
             tokens, parents, scores, frontiers = self._draft_in_graph(batch, chain=False)
         else:
             def run_depth(tokens, hidden, depth, first, seen):  # the keys written so far, rebuilt per depth
-                return self._run_depth(batch, tokens, hidden, depth, first, seen[:, :, : first + tokens.shape[1]])
+                num_run = first + tokens.shape[1]
+                return self._run_depth(self._draft_keys(batch, num_run), tokens, hidden, depth, first,
+                                       seen[:, :, :num_run])
 
             tokens, parents, scores, frontiers = self._grow_tree(*self._run_first_pass(batch.first), run_depth,
                                                                  self.dynamic_tree)
@@ -233,13 +236,14 @@ class TreeDrafting:
         return self._compiled_grow_tree(batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):
-        """The first pass and `_grow_tree`, every depth on the call's keys (`_run_depth_in_graph`): what a compiled
+        """The first pass and `_grow_tree`, every depth on the call's keys: what a compiled
         head compiles whole, so the framework's per-call cost (guards, the graph's wrapper) is paid once per
         drafting call, not once per forward, and the tree's small tensor ops fuse."""
-        root_out, root_feed = self._run_first_pass(first, functools.partial(type(self.draft).forward, self.draft))
+        forward = functools.partial(type(self.draft).forward, self.draft)  # its own, not the compiled one
+        root_out, root_feed = self._run_first_pass(first, forward)
 
         def run_depth(tokens, hidden, depth, first_slot, seen):
-            return self._run_depth_in_graph(keys, tokens, hidden, depth, first_slot, seen)
+            return self._run_depth(keys, tokens, hidden, depth, first_slot, seen, forward)
 
         return self._grow_tree(root_out, root_feed, run_depth, self.greedy_chain if chain else self.dynamic_tree)
 

@@ -1,15 +1,18 @@
 """A compiled draft model's greedy steps: one compiled graph against a loop of compiled forwards, and Inductor's own
-C++ GEMMs against oneDNN's (chapters 2, 7).
+loops and C++ GEMMs against library calls (chapters 2, 7).
 
 Run: `python -m minispec.bench.draft_steps [--quick] [--dtypes float32 auto] [-k 7] [--num-prompts 8]
 [--max-tokens 64] [--repeats 3] [--threads 1]`.
 
-Three engines with the same compiled draft model (speculative_config `enforce_eager=False`, the target eager)
+Four engines with the same compiled draft model (speculative_config `enforce_eager=False`, the target eager)
 decode the same held-out prompts, batch 1, greedy, in the same process, taking turns with plain decoding:
 
 - "loop": each drafting call runs as `DraftModelProposer._draft`'s Python loop, one compiled forward, one
   eager lm_head and one argmax per step (vLLM's shape of the loop);
-- "one graph": the whole call as `DraftModelProposer.greedy_steps`, compiled whole (the engine's default);
+- "one graph": the whole call as `DraftModelProposer.greedy_steps`, compiled whole (the engine's default), each
+  one-row product in Inductor's own loop (`one_row_options`);
+- "one graph, packed products": the same with Inductor's weight freezing on, so each product is a library call
+  on a packed weight (MKL's for one row);
 - "one graph, C++ GEMMs": the same, with vLLM's `compilation_config={"inductor_compile_config":
   {"max_autotune": True}}`: Inductor times its own C++ GEMM micro-kernels against oneDNN's at compile time and
   keeps the faster for each matmul (a one-row bfloat16 oneDNN call costs about 25 us whatever its size here).
@@ -30,8 +33,8 @@ from minispec import LLM
 from minispec.bench.roofline import torch_threads
 from minispec.bench.spec_decode import QUIET_AUTOTUNE, decode, decode_step_phases
 
-ENGINES = ("loop", "one graph", "one graph, C++ GEMMs")
-AUTOTUNE = {"max_autotune": True} | QUIET_AUTOTUNE
+ENGINES = ("loop", "one graph", "one graph, packed products", "one graph, C++ GEMMs")
+OPTIONS = {"one graph, packed products": {"freezing": True}, "one graph, C++ GEMMs": {"max_autotune": True} | QUIET_AUTOTUNE}
 QUICK = {"num_prompts": 2, "max_tokens": 16, "repeats": 1, "k": 3}
 
 
@@ -44,7 +47,7 @@ def run(dtype: str = "float32", k: int = 7, num_prompts: int = 8, prompt_len: in
     plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=1)
     engines = {}
     for name in ENGINES:
-        config = {"inductor_compile_config": AUTOTUNE} if "C++" in name else None
+        config = {"inductor_compile_config": OPTIONS[name]} if name in OPTIONS else None
         llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=1, speculative_config=spec,
                   compilation_config=config)
         llm.llm_engine.model_runner.drafter.unroll_greedy_steps = name != "loop"

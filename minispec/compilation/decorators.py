@@ -45,6 +45,10 @@ from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 
 RECOMPILE_LIMIT = 64  # Dynamo's per-function cache: each engine's models are new instances of the same code
 
+# Inductor's options under a drafting call compiled whole (`one_row_options`); the caller's options win
+ONE_ROW_OPTIONS = {"freezing": False, "post_grad_fusion_options": {"decompose_mm_pass": {}}}
+ONE_ROW_MAX_WIDTH = 4096  # widest weight (in or out features) so decomposed: the zoo's lm_head (4096 x 128)
+
 
 def check_compiler(device: torch.device) -> None:
     """Inductor writes C++ for a CPU: fail at construction, not in the first step, when no compiler exists."""
@@ -67,6 +71,27 @@ def compile_method(method, options: dict | None = None):
     """torch.compile of a bound method, with shapes dynamic, on a private copy of its code (see `_own_code`);
     `options`: Inductor's (compilation_config's inductor_compile_config)."""
     return torch.compile(_own_code(method), dynamic=True, options=dict(options) if options else None)
+
+
+def one_row_options(options: dict | None = None) -> dict:
+    """Inductor's options for a drafting call compiled whole (minispec's own; vLLM replays a CUDA graph per step):
+    every product of one row, one token of one request, becomes Inductor's own multiply-and-sum loop, fused with
+    the ops around it, instead of a library call on a packed weight. Inductor's `decompose_mm_pass` does that on
+    a CPU for one-row products up to `ONE_ROW_MAX_WIDTH` wide, and only where freezing is off: freezing turns
+    the products into packed library calls before the pass sees them. On the AMD EPYC the zoo draft's seven-step
+    greedy call took 1.4 ms this way, against 2.6 with packed MKL products and 1.9 with Inductor's C++ GEMMs
+    (docs/benchmarks.md). `options` (compilation_config's inductor_compile_config) override these, and options
+    that ask for Inductor's C++ GEMMs (`max_autotune`) are kept as they are: those GEMMs need frozen weights.
+    The width limit is a module constant of the pass, read when a graph compiles; only graphs that turn the
+    pass on read it, so the target's graphs are untouched."""
+    import torch._inductor.fx_passes.decompose_mem_bound_mm as decompose
+
+    options = dict(options or {})
+    if options.get("max_autotune") or options.get("max_autotune_gemm"):
+        return options
+    decompose.cpu_max_other_dimension_decomposition = max(decompose.cpu_max_other_dimension_decomposition,
+                                                          ONE_ROW_MAX_WIDTH)
+    return ONE_ROW_OPTIONS | options
 
 
 def compile_model(model: nn.Module, device: torch.device, options: dict | None = None) -> nn.Module:

@@ -21,7 +21,8 @@ argmax without leaving the device, and bring the drafts to the host once at the 
 (speculative_config `enforce_eager=False`) goes one further on greedy calls: `greedy_steps`, the first forward
 and the k - 1 steps with every logits and argmax, compiles into a single graph, so the framework's per-call
 cost is paid once per drafting call instead of once per step (minispec's own; vLLM replays a CUDA graph per
-step).
+step). Each of its one-row products (one token of one request by a weight) compiles into Inductor's own loop,
+fused with what surrounds it, instead of a library call on a packed weight (`one_row_options`).
 """
 
 from __future__ import annotations
@@ -249,9 +250,9 @@ class DraftModelProposer:
 
     def _greedy_steps_compiled(self):
         if self._compiled_greedy_steps is None:
-            from minispec.compilation.decorators import compile_method
+            from minispec.compilation.decorators import compile_method, one_row_options
 
-            options = getattr(self.model, "inductor_compile_config", None)
+            options = one_row_options(getattr(self.model, "inductor_compile_config", None))
             self._compiled_greedy_steps = compile_method(self.greedy_steps, options)
         return self._compiled_greedy_steps
 

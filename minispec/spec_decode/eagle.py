@@ -28,7 +28,8 @@ x_{p+2}. Each propose call:
    tree of top_k 1), in one compiled graph: every depth, its logits and top_k, and the tree's bookkeeping, with
    the keys of the whole call built once (`DraftKeys`). With the head's forward compiled alone, the guard check
    and the graph's Python wrapper are paid at every depth, about 0.3 ms a call on a CPU (docs/benchmarks.md;
-   minispec's own: vLLM v0.32.0 replays a CUDA graph per depth).
+   minispec's own: vLLM v0.32.0 replays a CUDA graph per depth). A chain's graph multiplies one row per
+   request at each depth, in Inductor's own loops (`one_row_options`); a tree's keeps the packed products.
 3. the tree of the call is kept (`last_trees[request_id]`, a `DraftTree`) for verification and notebooks.
 
 The target's features reach the proposer through `add_target_features` (the model runner calls it for every
@@ -157,7 +158,7 @@ class EagleProposer(TreeDrafting):
         self.one_graph = True
         self.greedy_chain = DynamicTreeConfig(k + 1, k - 1, 1) if tree is None and dynamic_tree is None and k > 1 \
             else None
-        self._compiled_grow_tree = None  # _grow_tree_in_graph compiled, built at the first such call
+        self._compiled_grow_tree = {}  # chain (bool) -> _grow_tree_in_graph compiled, built at its first call
         if tree is not None:
             self._init_static_tree(tree)
 

@@ -224,16 +224,19 @@ class TreeDrafting:
     def _draft_in_graph(self, batch, chain: bool):
         """`_grow_tree_in_graph`, compiled at its first call (a variant for one entry in the first pass, one for
         several); returns what _grow_tree returns. `chain`: the greedy chain (a tree of top_k 1)."""
-        if self._compiled_grow_tree is None:
-            from minispec.compilation.decorators import compile_method
+        if chain not in self._compiled_grow_tree:
+            from minispec.compilation.decorators import compile_method, one_row_options
             from minispec.model_executor.models.llama import RotaryEmbedding
 
             for module in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
                 if isinstance(module, RotaryEmbedding):
                     module._table()
             options = getattr(self.draft, "inductor_compile_config", None)
-            self._compiled_grow_tree = compile_method(self._grow_tree_in_graph, options)
-        return self._compiled_grow_tree(batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
+            # a chain multiplies one row per request at every depth: Inductor's own loops (one_row_options) beat
+            # library calls there; a tree's depths multiply top_k rows, which the packed products serve better
+            options = one_row_options(options) if chain else options
+            self._compiled_grow_tree[chain] = compile_method(self._grow_tree_in_graph, options)
+        return self._compiled_grow_tree[chain](batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):
         """The first pass and `_grow_tree`, every depth on the call's keys: what a compiled

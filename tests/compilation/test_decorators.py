@@ -83,8 +83,11 @@ def test_drafter_compiled_under_an_eager_target(models):
 def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
     """A compiled draft model runs a greedy drafting call as one compiled function (greedy_steps), and
     drafts what the eager draft model drafts: the same tokens accepted at every position."""
+    from torch._dynamo.utils import counters
+
     target, draft = models[:2]
     counts = {}
+    decomposed = counters["inductor"]["decompose_mm"]
     for eager in (True, False):
         spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": 4, "enforce_eager": eager}
         llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
@@ -95,6 +98,21 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
         stats = llm.get_spec_decoding_stats()
         counts[eager] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
     assert counts[True] == counts[False] and counts[True][0] > 0
+    # the one-row products of its steps became Inductor's own loops (one_row_options), not library calls
+    assert counters["inductor"]["decompose_mm"] > decomposed
+
+
+def test_one_row_options_under_the_callers():
+    """A drafting call compiled whole runs without freezing and with Inductor's pass that turns one-row products
+    into its own loops; compilation_config's options are laid over them and win, and options asking for
+    Inductor's C++ GEMMs (which need freezing) stay as they are."""
+    import torch._inductor.fx_passes.decompose_mem_bound_mm as decompose
+
+    assert decorators.one_row_options() == decorators.ONE_ROW_OPTIONS
+    assert decompose.cpu_max_other_dimension_decomposition >= decorators.ONE_ROW_MAX_WIDTH
+    options = decorators.one_row_options({"cpp_wrapper": True, "post_grad_fusion_options": {}})
+    assert options == {"freezing": False, "post_grad_fusion_options": {}, "cpp_wrapper": True}
+    assert decorators.one_row_options({"max_autotune": True}) == {"max_autotune": True}
 
 
 @pytest.mark.parametrize("shape", [{"total_tokens": 8, "depth": 3, "top_k": 2}, {"num_speculative_tokens": 3}],
@@ -113,7 +131,7 @@ def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
         proposer = llm.llm_engine.model_runner.drafter
         proposer.one_graph = one_graph
         assert generate(llm, PROMPTS, greedy()) == plain
-        assert (proposer._compiled_grow_tree is not None) is (not eager and one_graph)
+        assert bool(proposer._compiled_grow_tree) is (not eager and one_graph)
         stats = llm.get_spec_decoding_stats()
         counts[eager, one_graph] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
     assert len(set(map(str, counts.values()))) == 1 and counts[True, True][0] > 0

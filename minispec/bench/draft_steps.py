@@ -11,8 +11,8 @@ decode the same held-out prompts, batch 1, greedy, in the same process, taking t
   eager lm_head and one argmax per step (vLLM's shape of the loop);
 - "one graph": the whole call as `DraftModelProposer.greedy_steps`, compiled whole (the engine's default), each
   one-row product in Inductor's own loop (`one_row_options`);
-- "one graph, packed products": the same with Inductor's weight freezing on, so each product is a library call
-  on a packed weight (MKL's for one row);
+- "one graph, packed products": the same with Inductor's weight freezing on and its one-row pass off, so each
+  product is a library call on a weight packed at compile time (the engine's default before 2026-12-03);
 - "one graph, C++ GEMMs": the same, with vLLM's `compilation_config={"inductor_compile_config":
   {"max_autotune": True}}`: Inductor times its own C++ GEMM micro-kernels against oneDNN's at compile time and
   keeps the faster for each matmul (a one-row bfloat16 oneDNN call costs about 25 us whatever its size here).
@@ -34,7 +34,10 @@ from minispec.bench.roofline import torch_threads
 from minispec.bench.spec_decode import QUIET_AUTOTUNE, decode, decode_step_phases
 
 ENGINES = ("loop", "one graph", "one graph, packed products", "one graph, C++ GEMMs")
-OPTIONS = {"one graph, packed products": {"freezing": True}, "one graph, C++ GEMMs": {"max_autotune": True} | QUIET_AUTOTUNE}
+OPTIONS = {  # compilation_config's inductor_compile_config of each engine that has one
+    "one graph, packed products": {"freezing": True, "post_grad_fusion_options": {}},  # the one-row loops off
+    "one graph, C++ GEMMs": {"max_autotune": True} | QUIET_AUTOTUNE,
+}
 QUICK = {"num_prompts": 2, "max_tokens": 16, "repeats": 1, "k": 3}
 
 

@@ -45,9 +45,11 @@ from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 
 RECOMPILE_LIMIT = 64  # Dynamo's per-function cache: each engine's models are new instances of the same code
 
-# Inductor's options under a drafting call compiled whole (`one_row_options`); the caller's options win
-ONE_ROW_OPTIONS = {"freezing": False, "post_grad_fusion_options": {"decompose_mm_pass": {}}}
-ONE_ROW_MAX_WIDTH = 4096  # widest weight (in or out features) so decomposed: the zoo's lm_head (4096 x 128)
+ONE_ROW_MAX_WIDTH = 4096  # widest weight (in or out features) whose one-row products Inductor rewrites: the
+# zoo's lm_head (4096 x 128); Inductor's own limit on a CPU is 2048
+# Inductor's options for a batch-1 drafting call compiled whole (`one_row_options`); the caller's options win
+ONE_ROW_OPTIONS = {"freezing": False, "post_grad_fusion_options": {
+    "decompose_mm_pass": {"cpu_max_other_dimension_decomposition": ONE_ROW_MAX_WIDTH}}}
 
 
 def check_compiler(device: torch.device) -> None:
@@ -74,24 +76,34 @@ def compile_method(method, options: dict | None = None):
 
 
 def one_row_options(options: dict | None = None) -> dict:
-    """Inductor's options for a drafting call compiled whole (minispec's own; vLLM replays a CUDA graph per step):
-    every product of one row, one token of one request, becomes Inductor's own multiply-and-sum loop, fused with
-    the ops around it, instead of a library call on a packed weight. Inductor's `decompose_mm_pass` does that on
-    a CPU for one-row products up to `ONE_ROW_MAX_WIDTH` wide, and only where freezing is off: freezing turns
-    the products into packed library calls before the pass sees them. On the AMD EPYC the zoo draft's seven-step
-    greedy call took 1.4 ms this way, against 2.6 with packed MKL products and 1.9 with Inductor's C++ GEMMs
-    (docs/benchmarks.md). `options` (compilation_config's inductor_compile_config) override these, and options
-    that ask for Inductor's C++ GEMMs (`max_autotune`) are kept as they are: those GEMMs need frozen weights.
-    The width limit is a module constant of the pass, read when a graph compiles; only graphs that turn the
-    pass on read it, so the target's graphs are untouched."""
-    import torch._inductor.fx_passes.decompose_mem_bound_mm as decompose
+    """Inductor's options for a batch-1 drafting call compiled whole (minispec's own; vLLM replays a CUDA graph per
+    step): each product of one row (one token by a weight) becomes Inductor's own multiply-and-sum loop, fused
+    with the ops around it, instead of a library call on a packed weight (docs/benchmarks.md, "One-row products
+    in Inductor's own loops"). Inductor's `decompose_mm_pass` rewrites them, and only with freezing off: freezing
+    turns the products into packed library calls before the pass runs. `options` (compilation_config's
+    inductor_compile_config) are laid over these and win. Options asking for Inductor's C++ GEMMs
+    (`max_autotune`, here or set process-wide) are returned as they are, since those GEMMs need frozen weights."""
+    import copy
+
+    import torch._inductor.config as inductor_config
 
     options = dict(options or {})
-    if options.get("max_autotune") or options.get("max_autotune_gemm"):
+    if any(options.get(name, getattr(inductor_config, name)) for name in ("max_autotune", "max_autotune_gemm")):
         return options
+    _widen_one_row_decomposition()
+    return copy.deepcopy(ONE_ROW_OPTIONS) | options
+
+
+def _widen_one_row_decomposition() -> None:
+    """Raise the width up to which `decompose_mm_pass` rewrites one-row products on a CPU to ONE_ROW_MAX_WIDTH. The
+    pass reads it from its module's globals each time it checks a product (it copies them from its options once,
+    at import), so the raise is process-wide. It matters only where the pass is on: a graph compiled with
+    `one_row_options`, or one whose caller turned the pass on; the engine's target is neither. ONE_ROW_OPTIONS
+    also carries the width, so Inductor's compile cache tells the widths apart."""
+    import torch._inductor.fx_passes.decompose_mem_bound_mm as decompose
+
     decompose.cpu_max_other_dimension_decomposition = max(decompose.cpu_max_other_dimension_decomposition,
                                                           ONE_ROW_MAX_WIDTH)
-    return ONE_ROW_OPTIONS | options
 
 
 def compile_model(model: nn.Module, device: torch.device, options: dict | None = None) -> nn.Module:

@@ -21,13 +21,14 @@ argmax without leaving the device, and bring the drafts to the host once at the 
 (speculative_config `enforce_eager=False`) goes one further on greedy calls: `greedy_steps`, the first forward
 and the k - 1 steps with every logits and argmax, compiles into a single graph, so the framework's per-call
 cost is paid once per drafting call instead of once per step (minispec's own; vLLM replays a CUDA graph per
-step). Each of its one-row products (one token of one request by a weight) compiles into Inductor's own loop,
-fused with what surrounds it, instead of a library call on a packed weight (`one_row_options`).
+step). At batch 1 each of its products multiplies one row (one token by a weight) and compiles into Inductor's own
+loop, fused with what surrounds it, instead of a library call on a packed weight (`one_row_options`).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,7 +103,8 @@ class DraftModelProposer:
         self.states: dict[str, DraftState] = {}
         self.draft_probs: dict[str, torch.Tensor] = {}  # request_id -> [num_drafts, V] for random requests
         self.unroll_greedy_steps = True  # a compiled draft model runs each greedy call as one graph
-        self._compiled_greedy_steps = None  # greedy_steps compiled, built at the first such call
+        # batch 1 (one row per product) or not -> greedy_steps compiled, built at the first such call
+        self._compiled_greedy_steps: dict[bool, Callable] = {}
 
     @classmethod
     def from_config(cls, spec, target_runner) -> DraftModelProposer:
@@ -190,7 +192,7 @@ class DraftModelProposer:
                 and getattr(self.model, "is_compiled", False)):
             # the whole call, every step's logits and argmax included, as one compiled graph
             steps = DecodeSteps.build(block_table, lens, budgets, self.block_size, dev)
-            token_ids = self._greedy_steps_compiled()(input_ids, meta, last, steps)
+            token_ids = self._greedy_steps_compiled(num_reqs == 1)(input_ids, meta, last, steps)
             return token_ids, [], [True] * num_reqs
         hidden = self.model(input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
         ids, p, is_greedy = sample_draft_token_ids(self.model.compute_logits(hidden[last]), md, self.draft_sample_method)
@@ -248,13 +250,16 @@ class DraftModelProposer:
             drafts.append(feed)
         return torch.stack(drafts, dim=1)
 
-    def _greedy_steps_compiled(self):
-        if self._compiled_greedy_steps is None:
+    def _greedy_steps_compiled(self, one_row: bool) -> Callable:
+        """greedy_steps compiled with the model's options, and for batch-1 calls (`one_row`: one row per product)
+        with `one_row_options` laid under them; built at the first such call."""
+        if one_row not in self._compiled_greedy_steps:
             from minispec.compilation.decorators import compile_method, one_row_options
 
-            options = one_row_options(getattr(self.model, "inductor_compile_config", None))
-            self._compiled_greedy_steps = compile_method(self.greedy_steps, options)
-        return self._compiled_greedy_steps
+            options = getattr(self.model, "inductor_compile_config", None)
+            self._compiled_greedy_steps[one_row] = compile_method(
+                self.greedy_steps, one_row_options(options) if one_row else options)
+        return self._compiled_greedy_steps[one_row]
 
 
 @dataclass

@@ -28,8 +28,8 @@ x_{p+2}. Each propose call:
    tree of top_k 1), in one compiled graph: every depth, its logits and top_k, and the tree's bookkeeping, with
    the keys of the whole call built once (`DraftKeys`). With the head's forward compiled alone, the guard check
    and the graph's Python wrapper are paid at every depth, about 0.3 ms a call on a CPU (docs/benchmarks.md;
-   minispec's own: vLLM v0.32.0 replays a CUDA graph per depth). A chain's graph multiplies one row per
-   request at each depth, in Inductor's own loops (`one_row_options`); a tree's keeps the packed products.
+   minispec's own: vLLM v0.32.0 replays a CUDA graph per depth). A chain of one request multiplies one row at
+   each depth, in Inductor's own loops (`one_row_options`); trees and batches keep the packed products.
 3. the tree of the call is kept (`last_trees[request_id]`, a `DraftTree`) for verification and notebooks.
 
 The target's features reach the proposer through `add_target_features` (the model runner calls it for every
@@ -39,6 +39,7 @@ scheduled request, with the rows that stay valid after verification); EAGLE-3 fu
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -158,7 +159,8 @@ class EagleProposer(TreeDrafting):
         self.one_graph = True
         self.greedy_chain = DynamicTreeConfig(k + 1, k - 1, 1) if tree is None and dynamic_tree is None and k > 1 \
             else None
-        self._compiled_grow_tree = {}  # chain (bool) -> _grow_tree_in_graph compiled, built at its first call
+        # one row per product (a chain of one request) or not -> _grow_tree_in_graph compiled, at its first call
+        self._compiled_grow_tree: dict[bool, Callable] = {}
         if tree is not None:
             self._init_static_tree(tree)
 

@@ -223,8 +223,11 @@ class TreeDrafting:
 
     def _draft_in_graph(self, batch, chain: bool):
         """`_grow_tree_in_graph`, compiled at its first call (a variant for one entry in the first pass, one for
-        several); returns what _grow_tree returns. `chain`: the greedy chain (a tree of top_k 1)."""
-        if chain not in self._compiled_grow_tree:
+        several); returns what _grow_tree returns. `chain`: the greedy chain (a tree of top_k 1). A chain of one
+        request multiplies one row at every depth: its own compiled function takes `one_row_options` (Inductor's
+        own loops); trees and batches, whose depths multiply several rows, keep the packed products."""
+        one_row = chain and len(batch.states) == 1
+        if one_row not in self._compiled_grow_tree:
             from minispec.compilation.decorators import compile_method, one_row_options
             from minispec.model_executor.models.llama import RotaryEmbedding
 
@@ -232,11 +235,9 @@ class TreeDrafting:
                 if isinstance(module, RotaryEmbedding):
                     module._table()
             options = getattr(self.draft, "inductor_compile_config", None)
-            # a chain multiplies one row per request at every depth: Inductor's own loops (one_row_options) beat
-            # library calls there; a tree's depths multiply top_k rows, which the packed products serve better
-            options = one_row_options(options) if chain else options
-            self._compiled_grow_tree[chain] = compile_method(self._grow_tree_in_graph, options)
-        return self._compiled_grow_tree[chain](batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
+            self._compiled_grow_tree[one_row] = compile_method(
+                self._grow_tree_in_graph, one_row_options(options) if one_row else options)
+        return self._compiled_grow_tree[one_row](batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):
         """The first pass and `_grow_tree`, every depth on the call's keys: what a compiled

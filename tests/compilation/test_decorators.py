@@ -94,7 +94,7 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
         assert generate(llm, PROMPTS, greedy()) == generate(LLM(model=target, device="cpu", dtype="float32"),
                                                             PROMPTS, greedy())
         proposer = llm.llm_engine.model_runner.drafter
-        assert (proposer._compiled_greedy_steps is not None) is not eager
+        assert bool(proposer._compiled_greedy_steps) is not eager
         stats = llm.get_spec_decoding_stats()
         counts[eager] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
     assert counts[True] == counts[False] and counts[True][0] > 0
@@ -103,16 +103,31 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
 
 
 def test_one_row_options_under_the_callers():
-    """A drafting call compiled whole runs without freezing and with Inductor's pass that turns one-row products
-    into its own loops; compilation_config's options are laid over them and win, and options asking for
-    Inductor's C++ GEMMs (which need freezing) stay as they are."""
-    import torch._inductor.fx_passes.decompose_mem_bound_mm as decompose
+    """A batch-1 drafting call compiled whole runs without freezing and with Inductor's pass that turns one-row
+    products into its own loops, up to ONE_ROW_MAX_WIDTH wide; compilation_config's options are laid over them and
+    win, each call gets its own copy, and options asking for Inductor's C++ GEMMs (which need freezing) stay as
+    they are."""
+    options = decorators.one_row_options()
+    assert options == decorators.ONE_ROW_OPTIONS
+    options["post_grad_fusion_options"]["decompose_mm_pass"]["changed"] = True  # a copy: the constant is unchanged
+    assert "changed" not in decorators.ONE_ROW_OPTIONS["post_grad_fusion_options"]["decompose_mm_pass"]
+    options = decorators.one_row_options({"cpp_wrapper": True, "freezing": True})
+    assert options == {**decorators.ONE_ROW_OPTIONS, "cpp_wrapper": True, "freezing": True}
+    for name in ("max_autotune", "max_autotune_gemm"):
+        assert decorators.one_row_options({name: True}) == {name: True}
 
-    assert decorators.one_row_options() == decorators.ONE_ROW_OPTIONS
-    assert decompose.cpu_max_other_dimension_decomposition >= decorators.ONE_ROW_MAX_WIDTH
-    options = decorators.one_row_options({"cpp_wrapper": True, "post_grad_fusion_options": {}})
-    assert options == {"freezing": False, "post_grad_fusion_options": {}, "cpp_wrapper": True}
-    assert decorators.one_row_options({"max_autotune": True}) == {"max_autotune": True}
+
+def test_one_row_options_rewrite_a_product_as_wide_as_the_lm_head():
+    """Under one_row_options a one-row product by a 4096 x 128 weight (the zoo draft's lm_head, wider than
+    Inductor's own limit of 2048) compiles into Inductor's loop, and computes the product."""
+    from torch._dynamo.utils import counters
+
+    weight = torch.randn(decorators.ONE_ROW_MAX_WIDTH, 128)  # [out, in]
+    x = torch.randn(1, 128)
+    before = counters["inductor"]["decompose_mm"]
+    compiled = torch.compile(lambda a, w: a @ w.t(), options=decorators.one_row_options())
+    torch.testing.assert_close(compiled(x, weight), x @ weight.t(), rtol=1e-5, atol=1e-5)
+    assert counters["inductor"]["decompose_mm"] > before
 
 
 @pytest.mark.parametrize("shape", [{"total_tokens": 8, "depth": 3, "top_k": 2}, {"num_speculative_tokens": 3}],
@@ -151,7 +166,7 @@ def test_compilation_config_reaches_the_compiled_drafter(models):
     assert runner._drafter_network().inductor_compile_config == options
     assert not getattr(runner.model, "is_compiled", False)
     assert generate(llm, PROMPTS, greedy()) == plain
-    assert runner.drafter._compiled_greedy_steps is not None
+    assert runner.drafter._compiled_greedy_steps
     assert llm.get_spec_decoding_stats().num_draft_tokens > 0
 
 

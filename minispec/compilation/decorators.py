@@ -94,6 +94,14 @@ def one_row_options(options: dict | None = None) -> dict:
     return copy.deepcopy(ONE_ROW_OPTIONS) | options
 
 
+def compile_drafting_call(method, network: nn.Module, one_row: bool):
+    """A drafter's whole drafting call (a bound method) compiled with its network's options
+    (compilation_config's inductor_compile_config, which `compile_model` keeps on it), laid over
+    `one_row_options` where every product of the call multiplies one row (`one_row`: one request drafting a chain)."""
+    options = getattr(network, "inductor_compile_config", None)
+    return compile_method(method, one_row_options(options) if one_row else options)
+
+
 def _widen_one_row_decomposition() -> None:
     """Raise the width up to which `decompose_mm_pass` rewrites one-row products on a CPU to ONE_ROW_MAX_WIDTH. The
     pass reads it from its module's globals each time it checks a product (it copies them from its options once,

@@ -254,11 +254,9 @@ class DraftModelProposer:
         """greedy_steps compiled with the model's options, and for batch-1 calls (`one_row`: one row per product)
         with `one_row_options` laid under them; built at the first such call."""
         if one_row not in self._compiled_greedy_steps:
-            from minispec.compilation.decorators import compile_method, one_row_options
+            from minispec.compilation.decorators import compile_drafting_call
 
-            options = getattr(self.model, "inductor_compile_config", None)
-            self._compiled_greedy_steps[one_row] = compile_method(
-                self.greedy_steps, one_row_options(options) if one_row else options)
+            self._compiled_greedy_steps[one_row] = compile_drafting_call(self.greedy_steps, self.model, one_row)
         return self._compiled_greedy_steps[one_row]
 
 

@@ -423,6 +423,6 @@ class EagleProposer(TreeDrafting):
 
 
 __all__ = [
-    "DraftBatch", "DraftKeys", "FirstPass", "DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "TreeExpansion",
-    "target_features",
+    "DraftBatch", "DraftKeys", "DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "FirstPass",
+    "TreeExpansion", "target_features",
 ]

@@ -228,15 +228,13 @@ class TreeDrafting:
         own loops); trees and batches, whose depths multiply several rows, keep the packed products."""
         one_row = chain and len(batch.states) == 1
         if one_row not in self._compiled_grow_tree:
-            from minispec.compilation.decorators import compile_method, one_row_options
+            from minispec.compilation.decorators import compile_drafting_call
             from minispec.model_executor.models.llama import RotaryEmbedding
 
             for module in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
                 if isinstance(module, RotaryEmbedding):
                     module._table()
-            options = getattr(self.draft, "inductor_compile_config", None)
-            self._compiled_grow_tree[one_row] = compile_method(
-                self._grow_tree_in_graph, one_row_options(options) if one_row else options)
+            self._compiled_grow_tree[one_row] = compile_drafting_call(self._grow_tree_in_graph, self.draft, one_row)
         return self._compiled_grow_tree[one_row](batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):

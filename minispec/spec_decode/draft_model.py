@@ -22,7 +22,9 @@ argmax without leaving the device, and bring the drafts to the host once at the 
 and the k - 1 steps with every logits and argmax, compiles into a single graph, so the framework's per-call
 cost is paid once per drafting call instead of once per step (minispec's own; vLLM replays a CUDA graph per
 step). At batch 1 each of its products multiplies one row (one token by a weight) and compiles into Inductor's own
-loop, fused with what surrounds it, instead of a library call on a packed weight (`one_row_options`).
+loop, fused with what surrounds it, instead of a library call on a packed weight (`one_row_options`), and the
+graph builds the call's positions, cache slots and masks itself from the request's block ids
+(`greedy_steps_one_request`): the host hands over two small tensors and two ints.
 """
 
 from __future__ import annotations
@@ -185,15 +187,18 @@ class DraftModelProposer:
         lens = [s.num_tokens for s in states]  # the draft at step t sits at position lens[b] + t
         # step 0: every uncached token of every request, causally, in one forward
         query_lens = [n - c for n, c in zip(lens, context)]
-        meta = causal_metadata(block_table, context, query_lens, self.block_size, dev)
         input_ids = torch.tensor([t for s, c in zip(states, context) for t in s.all_token_ids[c:]], device=dev)
-        last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B] each request's last token
         if (depth > 1 and md is GREEDY and min(budgets) == depth and self.unroll_greedy_steps
                 and getattr(self.model, "is_compiled", False)):
             # the whole call, every step's logits and argmax included, as one compiled graph
+            if num_reqs == 1:  # its metadata built inside the graph too
+                (block_ids,) = to_device(dev, block_table[0])
+                return self._greedy_steps_compiled(True)(input_ids, block_ids, context[0], depth), [], [True]
             steps = DecodeSteps.build(block_table, lens, budgets, self.block_size, dev)
-            token_ids = self._greedy_steps_compiled(num_reqs == 1)(input_ids, meta, last, steps)
+            meta, last = self._first_pass_metadata(block_table, context, query_lens)
+            token_ids = self._greedy_steps_compiled(False)(input_ids, meta, last, steps)
             return token_ids, [], [True] * num_reqs
+        meta, last = self._first_pass_metadata(block_table, context, query_lens)
         hidden = self.model(input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
         ids, p, is_greedy = sample_draft_token_ids(self.model.compute_logits(hidden[last]), md, self.draft_sample_method)
         token_ids = torch.zeros(num_reqs, depth, dtype=torch.long, device=dev)  # [B, depth]
@@ -223,6 +228,48 @@ class DraftModelProposer:
             if p is not None:
                 probs.append(p if rows is None else p.new_zeros(num_reqs, p.shape[1]).index_copy_(0, rows, p))
         return token_ids, probs, is_greedy
+
+    def _first_pass_metadata(self, block_table: np.ndarray, context: list[int], query_lens: list[int]):
+        """The first forward's causal metadata and each request's last token among its T tokens ([B])."""
+        meta = causal_metadata(block_table, context, query_lens, self.block_size, self.device)
+        last = torch.tensor(list(itertools.accumulate(query_lens)), device=self.device) - 1  # [B]
+        return meta, last
+
+    def greedy_steps_one_request(
+        self,
+        input_ids: torch.Tensor,  # [T] the request's uncached tokens
+        block_ids: torch.Tensor,  # [num_blocks] its draft-cache blocks, room for all but the last draft
+        num_computed_tokens: int,  # the tokens its draft cache holds: input_ids start at this position
+        depth: int,
+    ) -> torch.Tensor:  # [1, depth] the drafts
+        """greedy_steps for one request, its metadata built from the block ids with tensor ops inside the call's
+        graph: the host passes two small tensors and two ints, where building the metadata with numpy right after
+        the target's forward costs more than the graph's own first pass (docs/benchmarks.md). Every pass reads the
+        keys of the call's whole span, S = num_tokens + depth - 1 positions; the masks hide those not yet written."""
+        num_tokens = num_computed_tokens + input_ids.shape[0]
+        key_pos = torch.arange(num_tokens + depth - 1, device=block_ids.device)  # [S]
+        key_slots = (block_ids[key_pos // self.block_size] * self.block_size + key_pos % self.block_size)[None]  # [1, S]
+        positions = key_pos[num_computed_tokens:num_tokens]  # [T]
+        index = key_pos[: input_ids.shape[0]]  # [T] 0 .. T - 1
+        meta = AttentionMetadata(
+            num_tokens=input_ids.shape[0],
+            slot_mapping=key_slots[0, num_computed_tokens:num_tokens],
+            query_index=index[None],
+            output_index=index,
+            key_slots=key_slots,
+            attn_mask=(key_pos[None, :] <= positions[:, None])[None, None],  # [1, 1, T, S] causal
+            is_uniform_decode=True,
+            slot_positions=positions,
+        )
+        step_positions = key_pos[num_tokens:][None]  # [1, depth - 1]
+        steps = DecodeSteps(
+            positions=step_positions,
+            slot_mapping=key_slots[:, num_tokens:],
+            key_slots=key_slots,
+            attn_mask=(key_pos < step_positions.T[..., None] + 1)[:, :, None, None, :],  # [depth - 1, 1, 1, 1, S]
+            arange=key_pos[:1],
+        )
+        return self.greedy_steps(input_ids, meta, index[-1:], steps)
 
     def greedy_steps(
         self,
@@ -256,7 +303,8 @@ class DraftModelProposer:
         if one_row not in self._compiled_greedy_steps:
             from minispec.compilation.decorators import compile_drafting_call
 
-            self._compiled_greedy_steps[one_row] = compile_drafting_call(self.greedy_steps, self.model, one_row)
+            method = self.greedy_steps_one_request if one_row else self.greedy_steps
+            self._compiled_greedy_steps[one_row] = compile_drafting_call(method, self.model, one_row)
         return self._compiled_greedy_steps[one_row]
 
 

@@ -8,7 +8,11 @@ the prompt greedily. Draft token i is accepted when tokens 1..i all equal the ta
 what greedy verification accepts. P(first i accepted) for i = 1..k, and the mean acceptance length
 1 + sum_i P(first i accepted): tokens emitted per target forward, the bonus token included.
 
-    python -m minispec.zoo.evaluate [--prompts 200] [--prompt-tokens 64] [-k 4]
+On the target's text (`on_target_text`): what a decode step after the first sees, the draft guessing along text
+the target wrote. Next-token agreement, the overlap of the two distributions (what sampling accepts per token) and
+the mean acceptance length at k = 4, 7, 11, exact for greedy calls.
+
+    python -m minispec.zoo.evaluate [--prompts 200] [--prompt-tokens 64] [-k 4] [--draft FOLDER]
 """
 
 from __future__ import annotations
@@ -86,20 +90,52 @@ def acceptance(
     }
 
 
+@torch.no_grad()
+def on_target_text(
+    target: torch.nn.Module, draft: torch.nn.Module, prompts: torch.Tensor, num_new: int = 64,
+    ks: tuple[int, ...] = (4, 7, 11),
+) -> dict:
+    """The draft on the text speculative decoding shows it: each prompt [num_prompts, P] continued `num_new` tokens
+    greedily by the target, then the draft's next-token guesses along that text, by teacher forcing. A greedy call
+    drafts the target's own tokens for as long as it is accepted, so it accepts the run of matching guesses (at most
+    k) plus the bonus token: the mean acceptance length at each k follows exactly, calls cut at the text's end."""
+    text = torch.cat([prompts, greedy_tokens(target, prompts, num_new)], dim=1)  # [N, P + num_new]
+    start = prompts.shape[1] - 1  # the logits of the prompt's last token guess the first new one
+    draft_logits = draft(input_ids=text[:, :-1]).logits[:, start:].float()  # [N, num_new, V]
+    target_logits = target(input_ids=text[:, :-1]).logits[:, start:].float()  # [N, num_new, V]
+    match = (draft_logits.argmax(-1) == text[:, start + 1 :]).tolist()  # [N][num_new]
+    # what sampling at temperature 1 accepts per token: sum over the vocabulary of min(p_target, p_draft)
+    overlap = torch.minimum(draft_logits.softmax(-1), target_logits.softmax(-1)).sum(-1).mean().item()
+    lengths = {}
+    for k in ks:
+        tokens = calls = 0
+        for row in match:
+            pos = 0
+            while pos < num_new:
+                run = 0
+                while run < k and pos + run < num_new and row[pos + run]:
+                    run += 1
+                pos, calls, tokens = pos + run + 1, calls + 1, tokens + run + 1
+        lengths[k] = tokens / calls
+    return {"num_prompts": len(match), "num_new": num_new, "agreement": sum(map(sum, match)) / (len(match) * num_new),
+            "overlap": overlap, "mean_acceptance_length": lengths}
+
+
 def load_model(folder: str | Path) -> torch.nn.Module:
     """A zoo model in float32 (the files hold bfloat16), in eval mode."""
     return AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
 
 
 def evaluate(models_dir: Path, num_windows: int, seq_len: int, num_prompts: int, prompt_tokens: int,
-             k: int) -> dict:
+             k: int, draft_dir: Path | None = None) -> dict:
     tokenizer_file = models_dir / "target" / "tokenizer.json"
     windows = eval_windows(corpus.token_stream("heldout", tokenizer_file), num_windows, seq_len)
-    models = {name: load_model(models_dir / name) for name in ("target", "draft")}
+    folders = {"target": models_dir / "target", "draft": draft_dir or models_dir / "draft"}
+    models = {name: load_model(folder) for name, folder in folders.items()}
     report: dict = {"eval_windows": num_windows, "seq_len": seq_len}
     for name, model in models.items():
         loss = heldout_loss(model, windows)
-        log = json.loads((models_dir / name / "train_log.json").read_text())
+        log = json.loads((folders[name] / "train_log.json").read_text())
         report[name] = {
             "params": sum(p.numel() for p in model.parameters()),
             "matmul_params": log["matmul_params"],
@@ -113,6 +149,7 @@ def evaluate(models_dir: Path, num_windows: int, seq_len: int, num_prompts: int,
     prompts = torch.tensor(prompt_ids)  # [num_prompts, prompt_tokens]
     report["acceptance"] = acceptance(models["target"], models["draft"], prompts, k)
     report["acceptance"]["prompt_tokens"] = prompt_tokens
+    report["on_target_text"] = on_target_text(models["target"], models["draft"], prompts[:64])
     return report
 
 
@@ -139,6 +176,17 @@ def markdown(report: dict) -> str:
         f"| {acc['k']} | {acc['num_prompts']} x {acc['prompt_tokens']} tokens | {values} "
         f"| {acc['mean_acceptance_length']:.2f} |",
     ]
+    text = report.get("on_target_text")
+    if text:
+        ks = list(text["mean_acceptance_length"])
+        lines += [
+            "",
+            "| on the target's text | next-token agreement | distribution overlap | "
+            + " | ".join(f"E at k = {k}" for k in ks) + " |",
+            "|---|---|---|" + "---|" * len(ks),
+            f"| {text['num_prompts']} prompts + {text['num_new']} greedy tokens | {text['agreement']:.3f} "
+            f"| {text['overlap']:.3f} | " + " | ".join(f"{v:.2f}" for v in text["mean_acceptance_length"].values()) + " |",
+        ]
     return "\n".join(lines)
 
 
@@ -153,11 +201,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--prompts", type=int, default=200)
     parser.add_argument("--prompt-tokens", type=int, default=64)
     parser.add_argument("-k", type=int, default=4)
+    parser.add_argument("--draft", type=Path, default=None, help="another draft's folder (default: the zoo's)")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
     start = time.time()
-    report = evaluate(args.models_dir, args.windows, args.seq_len, args.prompts, args.prompt_tokens, args.k)
+    report = evaluate(args.models_dir, args.windows, args.seq_len, args.prompts, args.prompt_tokens, args.k,
+                      args.draft)
     print(markdown(report))
     print(f"\n(evaluated in {time.time() - start:.0f} s)")
     if args.json:

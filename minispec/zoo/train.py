@@ -11,6 +11,10 @@ Training is time-boxed: the learning rate warms up over the first steps, then fo
 to lr/10 over the budget (in time with --minutes, in steps with --steps). AdamW, gradient clipping at 1,
 bfloat16 autocast on the CPU, a fixed seed. The draft's loss mixes data cross-entropy with the KL
 divergence from the frozen target's next-token distribution (distillation), which raises acceptance.
+With `--self-distill N` the draft trains on N windows the target continued greedily (`greedy_windows`) instead
+of the corpus: the text speculative decoding shows it (docs/zoo.md, "Self-distillation").
+
+    python -m minispec.zoo.train draft --resume --minutes 25 --self-distill 4096 --prompt-len 64 --lr 1e-3 --kd-weight 0.9
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from transformers import GenerationConfig, LlamaForCausalLM
 
 from minispec.zoo import MODELS_DIR, corpus
 from minispec.zoo.configs import PRESETS
-from minispec.zoo.evaluate import eval_windows, heldout_loss, load_model
+from minispec.zoo.evaluate import eval_windows, greedy_tokens, heldout_loss, load_model
 from minispec.zoo.tokenizer import copy_tokenizer, save_tokenizer, train_tokenizer
 
 DEFAULTS = {  # stage -> (minutes, batch_size, lr)
@@ -44,6 +48,17 @@ def sample_batch(stream: np.ndarray, batch_size: int, seq_len: int, rng: np.rand
     """Random windows [batch_size, seq_len + 1] of the token stream."""
     starts = rng.integers(0, len(stream) - seq_len - 1, size=batch_size)
     return torch.from_numpy(np.stack([stream[s : s + seq_len + 1] for s in starts]).astype(np.int64))
+
+
+def greedy_windows(base, stream: np.ndarray, num_windows: int, seq_len: int, prompt_len: int,
+                   rng: np.random.Generator, batch_size: int = 32) -> torch.Tensor:
+    """[num_windows, seq_len + 1]: random `prompt_len`-token windows of `stream`, each continued by the base
+    model's greedy tokens (transformers, with a KV cache) up to seq_len + 1 tokens."""
+    windows = []
+    for start in range(0, num_windows, batch_size):
+        prompts = sample_batch(stream, min(batch_size, num_windows - start), prompt_len - 1, rng)  # [b, prompt_len]
+        windows.append(torch.cat([prompts, greedy_tokens(base, prompts, seq_len + 1 - prompt_len)], dim=1))
+    return torch.cat(windows)
 
 
 def lr_at(step: int, progress: float, lr: float, warmup_steps: int) -> float:
@@ -102,11 +117,18 @@ def train_stage(name: str, args: argparse.Namespace) -> dict:
         lr=lr, betas=(0.9, 0.95),
     )
     rng = np.random.default_rng(args.seed + len(sessions))
+    distilled = None  # [N, seq_len + 1] the target's own greedy text (--self-distill), else the corpus
+    if teacher is not None and args.self_distill:
+        started = time.time()
+        distilled = greedy_windows(teacher, train_ids, args.self_distill, args.seq_len, args.prompt_len, rng,
+                                   batch_size=256)  # wide batches: the target reads its weights once per 256 rows
+        print(f"[{name}] {len(distilled)} greedy windows of the target in {time.time() - started:.0f} s", flush=True)
     log = {
         "name": name, "preset": args.preset, "spec": spec.to_dict(), "vocab_size": vocab_size,
         "params": sum(p.numel() for p in model.parameters()), "matmul_params": spec.matmul_params(vocab_size),
         "batch_size": batch_size, "seq_len": args.seq_len, "lr": lr, "seed": args.seed,
         "kd_weight": args.kd_weight if teacher is not None else 0.0, "budget_minutes": minutes,
+        "self_distill_windows": len(distilled) if distilled is not None else 0, "prompt_len": args.prompt_len,
         "budget_steps": args.steps, "train_tokens_available": int(len(train_ids)),
         "previous_sessions": sessions, "history": [],
     }
@@ -124,7 +146,10 @@ def train_stage(name: str, args: argparse.Namespace) -> dict:
             break
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, progress, lr, args.warmup_steps)
-        batch = sample_batch(train_ids, batch_size, args.seq_len, rng)  # [batch, seq_len + 1]
+        if distilled is None:
+            batch = sample_batch(train_ids, batch_size, args.seq_len, rng)  # [batch, seq_len + 1]
+        else:
+            batch = distilled[rng.integers(0, len(distilled), size=batch_size)]  # [batch, seq_len + 1]
         inputs, labels = batch[:, :-1], batch[:, 1:]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
             logits = model(input_ids=inputs).logits.float().flatten(0, 1)  # [batch * seq_len, vocab]
@@ -209,6 +234,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=None, help="peak lr (default: target 1e-3, draft 3e-3)")
     parser.add_argument("--warmup-steps", type=int, default=50)
     parser.add_argument("--kd-weight", type=float, default=0.75, help="draft loss = (1-w) CE + w KL")
+    parser.add_argument("--self-distill", type=int, default=0, metavar="N",
+                        help="the draft trains on N windows the target continued greedily (default 0: the corpus)")
+    parser.add_argument("--prompt-len", type=int, default=64, help="corpus tokens before each greedy continuation")
     parser.add_argument("--vocab-size", type=int, default=4096)
     parser.add_argument("--max-files", type=int, default=None, help="use the first N files of each split")
     parser.add_argument("--eval-windows", type=int, default=64)
@@ -224,6 +252,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ValueError(f"--{name.replace('_', '-')}={value} must be positive")
+    if args.self_distill < 0:
+        raise ValueError(f"--self-distill={args.self_distill} must be 0 (off) or a number of windows")
+    if args.self_distill and not 0 < args.prompt_len <= args.seq_len:
+        raise ValueError(f"--prompt-len={args.prompt_len} must be in [1, --seq-len={args.seq_len}]")
     if not 0.0 <= args.kd_weight <= 1.0:
         raise ValueError(f"--kd-weight={args.kd_weight} must be in [0, 1]")
     return args

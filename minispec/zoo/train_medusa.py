@@ -36,8 +36,8 @@ import torch.nn.functional as F
 
 from minispec.model_executor.models.medusa import Medusa, MedusaConfig, load_medusa
 from minispec.zoo import MODELS_DIR, corpus
-from minispec.zoo.evaluate import eval_windows, greedy_tokens, load_model
-from minispec.zoo.train import lr_at, sample_batch
+from minispec.zoo.evaluate import eval_windows, load_model
+from minispec.zoo.train import greedy_windows, lr_at, sample_batch
 
 PAPER_TOP1_VICUNA_7B = (0.56, 0.32, 0.20, 0.15, 0.12)  # Medusa paper, assets/medusa_acc.csv
 LOSS_DECAY = 0.8
@@ -80,17 +80,6 @@ def head_accuracy(heads: Medusa, base, windows: torch.Tensor, bf16: bool, batch_
 
 
 @torch.no_grad()
-def greedy_windows(base, stream: np.ndarray, num_windows: int, seq_len: int, prompt_len: int,
-                   rng: np.random.Generator, batch_size: int = 32) -> torch.Tensor:
-    """[num_windows, seq_len + 1]: random `prompt_len`-token windows of `stream`, each continued by the base
-    model's greedy tokens (transformers, with a KV cache) up to seq_len + 1 tokens."""
-    windows = []
-    for start in range(0, num_windows, batch_size):
-        prompts = sample_batch(stream, min(batch_size, num_windows - start), prompt_len - 1, rng)  # [b, prompt_len]
-        windows.append(torch.cat([prompts, greedy_tokens(base, prompts, seq_len + 1 - prompt_len)], dim=1))
-    return torch.cat(windows)
-
-
 def init_heads(base, num_heads: int, num_layers: int, original_lm_head: bool = False) -> Medusa:
     """Heads whose projections start as the base model's lm_head; under original_lm_head they share it, frozen."""
     cfg = base.config

@@ -88,16 +88,20 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
     target, draft = models[:2]
     counts = {}
     decomposed = counters["inductor"]["decompose_mm"]
-    for eager in (True, False):
+    plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
+    # batches, then one request at a time (greedy_steps_one_request: the metadata built inside the graph)
+    for max_num_seqs, eager in ((4, True), (4, False), (1, True), (1, False)):
         spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": 4, "enforce_eager": eager}
-        llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
-        assert generate(llm, PROMPTS, greedy()) == generate(LLM(model=target, device="cpu", dtype="float32"),
-                                                            PROMPTS, greedy())
+        llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec, max_num_seqs=max_num_seqs)
+        assert generate(llm, PROMPTS, greedy()) == plain
         proposer = llm.llm_engine.model_runner.drafter
         assert bool(proposer._compiled_greedy_steps) is not eager
+        if not eager:
+            assert list(proposer._compiled_greedy_steps) == ([True] if max_num_seqs == 1 else [False, True])
         stats = llm.get_spec_decoding_stats()
-        counts[eager] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
-    assert counts[True] == counts[False] and counts[True][0] > 0
+        counts[max_num_seqs, eager] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
+    assert counts[4, True] == counts[4, False] and counts[4, True][0] > 0
+    assert counts[1, True] == counts[1, False] and counts[1, True][0] > 0
     # the one-row products of its steps became Inductor's own loops (one_row_options), not library calls
     assert counters["inductor"]["decompose_mm"] > decomposed
 

@@ -43,15 +43,23 @@ def test_train_all_tiny(tmp_path, monkeypatch):
     assert acc["mean_acceptance_length"] == pytest.approx(1 + sum(p))
     # a model always agrees with itself
     assert evaluate.acceptance(target, target, prompts, k=4)["p_first_i_accepted"] == [1.0] * 4
+    text = evaluate.on_target_text(target, draft, prompts, num_new=8, ks=(1, 4))
+    assert 0.0 <= text["agreement"] <= 1.0 and 0.0 < text["overlap"] <= 1.0 + 1e-6
+    assert 1.0 <= text["mean_acceptance_length"][1] <= text["mean_acceptance_length"][4] <= 5.0
+    itself = evaluate.on_target_text(target, target, prompts, num_new=8, ks=(4,))
+    assert itself["agreement"] == 1.0 and itself["overlap"] == pytest.approx(1.0, abs=1e-5)
+    assert itself["mean_acceptance_length"][4] == 4.5  # calls of 5 and 4 tokens: the text ends after 8
 
-    # --resume continues from the saved draft and adds up steps and tokens
+    # --resume continues from the saved draft and adds up steps and tokens; --self-distill trains it on windows
+    # the target continued greedily
     resumed = train.main([
         "draft", "--resume", "--out", str(out), "--preset", "tiny", "--steps", "2", "--max-files", "12",
-        "--seq-len", "32", "--batch-size", "2", "--eval-windows", "4",
+        "--seq-len", "32", "--batch-size", "2", "--eval-windows", "4", "--self-distill", "3", "--prompt-len", "8",
     ])["draft"]
     assert resumed["steps"] == 5 and resumed["session"]["steps"] == 2
     assert resumed["tokens_seen"] == logs["draft"]["tokens_seen"] + 2 * 2 * 32
     assert [x["steps"] for x in resumed["previous_sessions"]] == [3]
+    assert resumed["self_distill_windows"] == 3 and resumed["prompt_len"] == 8
 
 
 def test_lr_schedule_warms_up_then_decays_to_a_tenth():
@@ -61,7 +69,8 @@ def test_lr_schedule_warms_up_then_decays_to_a_tenth():
 
 
 @pytest.mark.parametrize("argv", [["target", "--minutes", "0"], ["draft", "--kd-weight", "2"],
-                                  ["target", "--steps", "-1"]])
+                                  ["target", "--steps", "-1"], ["draft", "--self-distill", "-1"],
+                                  ["draft", "--self-distill", "8", "--prompt-len", "300"]])
 def test_bad_arguments(argv):
     with pytest.raises(ValueError):
         train.parse_args(argv)

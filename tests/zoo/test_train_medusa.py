@@ -9,7 +9,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from minispec import LLM, SamplingParams, zoo
-from minispec.zoo import train_medusa
+from minispec.zoo import train, train_medusa
 from minispec.zoo.configs import PRESETS
 from minispec.zoo.tokenizer import copy_tokenizer
 
@@ -51,7 +51,7 @@ def test_self_distill_trains_on_the_base_models_greedy_text(tmp_path, monkeypatc
     torch.manual_seed(0)
     base = AutoModelForCausalLM.from_config(PRESETS["tiny"]["target"].llama_config(4096))
     stream = np.arange(100, 400, dtype=np.int64)
-    windows = train_medusa.greedy_windows(base, stream, 3, 20, 8, np.random.default_rng(0), batch_size=2)
+    windows = train.greedy_windows(base, stream, 3, 20, 8, np.random.default_rng(0), batch_size=2)
     assert windows.shape == (3, 21)
     for row in windows:  # a corpus window of 8 tokens, then the base model's greedy continuation of it
         assert row[1:8].tolist() == list(range(row[0].item() + 1, row[0].item() + 8))

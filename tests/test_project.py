@@ -52,17 +52,30 @@ def _run(code: str, extra_path: str | None = None) -> subprocess.CompletedProces
 
 
 def test_kernels_folder_is_minispec_kernels() -> None:
+    """kernels/ is minispec.kernels, never the top-level `kernels`: that name belongs to the PyPI distribution,
+    which transformers 5.25 requires (and 5.24 stubs out when it is missing)."""
     result = _run(
         """
+        from importlib.metadata import PackageNotFoundError, distribution
         import minispec.kernels
         from transformers import LlamaConfig  # probes (and may import) a top-level `kernels`
         from transformers.utils.import_utils import is_kernels_available
         import kernels
-        print(minispec.kernels.__file__, is_kernels_available(), getattr(kernels, "__file__", None))
+        try:
+            installed = bool(distribution("kernels"))
+        except PackageNotFoundError:
+            installed = False
+        print(minispec.kernels.__file__, installed, is_kernels_available(), getattr(kernels, "__file__", None))
         """
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [str(ROOT / "kernels" / "__init__.py"), "False", "None"]
+    ours, installed, available, top = result.stdout.split()
+    assert ours == str(ROOT / "kernels" / "__init__.py")
+    assert available == installed  # transformers sees the distribution exactly when it is installed
+    if installed == "True":
+        assert Path(top).parent != ROOT / "kernels" and "site-packages" in top
+    else:
+        assert top == "None"
 
 
 def test_kernels_distribution_is_not_shadowed(tmp_path: Path) -> None:

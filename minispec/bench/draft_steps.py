@@ -4,13 +4,16 @@ loops and C++ GEMMs against library calls (chapters 2, 7).
 Run: `python -m minispec.bench.draft_steps [--quick] [--dtypes float32 auto] [-k 7] [--num-prompts 8]
 [--max-tokens 64] [--repeats 3] [--threads 1]`.
 
-Four engines with the same compiled draft model (speculative_config `enforce_eager=False`, the target eager)
+Five engines with the same compiled draft model (speculative_config `enforce_eager=False`, the target eager)
 decode the same held-out prompts, batch 1, greedy, in the same process, taking turns with plain decoding:
 
 - "loop": each drafting call runs as `DraftModelProposer._draft`'s Python loop, one compiled forward, one
   eager lm_head and one argmax per step (vLLM's shape of the loop);
-- "one graph": the whole call as `DraftModelProposer.greedy_steps`, compiled whole (the engine's default), each
-  one-row product in Inductor's own loop (`one_row_options`);
+- "one graph": the whole call as `DraftModelProposer.greedy_steps_one_request`, compiled whole (the engine's
+  default): each one-row product in Inductor's own loop (`one_row_options`), the call's positions, cache slots and
+  masks built inside the graph from the request's block ids;
+- "one graph, host metadata": the same products, the metadata built on the host with numpy and handed to
+  `greedy_steps` (the engine's default before 2026-12-03, 16:30);
 - "one graph, packed products": the same with Inductor's weight freezing on and its one-row pass off, so each
   product is a library call on a weight packed at compile time (the engine's default before 2026-12-03);
 - "one graph, C++ GEMMs": the same, with vLLM's `compilation_config={"inductor_compile_config":
@@ -33,7 +36,7 @@ from minispec import LLM
 from minispec.bench.roofline import torch_threads
 from minispec.bench.spec_decode import QUIET_AUTOTUNE, decode, decode_step_phases
 
-ENGINES = ("loop", "one graph", "one graph, packed products", "one graph, C++ GEMMs")
+ENGINES = ("loop", "one graph", "one graph, host metadata", "one graph, packed products", "one graph, C++ GEMMs")
 OPTIONS = {  # compilation_config's inductor_compile_config of each engine that has one
     "one graph, packed products": {"freezing": True, "post_grad_fusion_options": {}},  # the one-row loops off
     "one graph, C++ GEMMs": {"max_autotune": True} | QUIET_AUTOTUNE,
@@ -53,7 +56,9 @@ def run(dtype: str = "float32", k: int = 7, num_prompts: int = 8, prompt_len: in
         config = {"inductor_compile_config": OPTIONS[name]} if name in OPTIONS else None
         llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=1, speculative_config=spec,
                   compilation_config=config)
-        llm.llm_engine.model_runner.drafter.unroll_greedy_steps = name != "loop"
+        drafter = llm.llm_engine.model_runner.drafter
+        drafter.unroll_greedy_steps = name != "loop"
+        drafter.metadata_in_graph = name != "one graph, host metadata"
         decode(llm, prompts[:1], 16, 1)  # compile the prefill, decode and drafting shapes first
         engines[name] = llm
     decode(plain, prompts[:1], 4, 1)
@@ -97,9 +102,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     with torch_threads(args.threads):
         for dtype in args.dtypes:
             rows += run(dtype, **settings)
-    print("dtype     engine                 k  speedup  propose ms/step  tokens/step  mean acceptance length")
+    print("dtype     engine                      k  speedup  propose ms/step  tokens/step  mean acceptance length")
     for r in rows:
-        print(f"{r['dtype']:9s} {r['engine']:21s} {r['k']:2d}  {r['speedup']:6.2f}x  {r['propose_ms']:15.2f}  "
+        print(f"{r['dtype']:9s} {r['engine']:26s} {r['k']:2d}  {r['speedup']:6.2f}x  {r['propose_ms']:15.2f}  "
               f"{r['tokens_per_step']:11.2f}  {r['mean_acceptance_length']:.3f}")
     return rows
 

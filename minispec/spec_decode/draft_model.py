@@ -105,8 +105,10 @@ class DraftModelProposer:
         self.states: dict[str, DraftState] = {}
         self.draft_probs: dict[str, torch.Tensor] = {}  # request_id -> [num_drafts, V] for random requests
         self.unroll_greedy_steps = True  # a compiled draft model runs each greedy call as one graph
-        # batch 1 (one row per product) or not -> greedy_steps compiled, built at the first such call
-        self._compiled_greedy_steps: dict[bool, Callable] = {}
+        self.metadata_in_graph = True  # and a one-request call builds its metadata in that graph
+        # "one request" (greedy_steps_one_request), "one row" (greedy_steps at batch 1, host metadata) or "batch"
+        # -> the function compiled, built at the first such call
+        self._compiled_greedy_steps: dict[str, Callable] = {}
 
     @classmethod
     def from_config(cls, spec, target_runner) -> DraftModelProposer:
@@ -191,12 +193,13 @@ class DraftModelProposer:
         if (depth > 1 and md is GREEDY and min(budgets) == depth and self.unroll_greedy_steps
                 and getattr(self.model, "is_compiled", False)):
             # the whole call, every step's logits and argmax included, as one compiled graph
-            if num_reqs == 1:  # its metadata built inside the graph too
+            if num_reqs == 1 and self.metadata_in_graph:  # its metadata built inside the graph too
                 (block_ids,) = to_device(dev, block_table[0])
-                return self._greedy_steps_compiled(True)(input_ids, block_ids, context[0], depth), [], [True]
+                compiled = self._greedy_steps_compiled("one request")
+                return compiled(input_ids, block_ids, context[0], depth), [], [True]
             steps = DecodeSteps.build(block_table, lens, budgets, self.block_size, dev)
             meta, last = self._first_pass_metadata(block_table, context, query_lens)
-            token_ids = self._greedy_steps_compiled(False)(input_ids, meta, last, steps)
+            token_ids = self._greedy_steps_compiled("one row" if num_reqs == 1 else "batch")(input_ids, meta, last, steps)
             return token_ids, [], [True] * num_reqs
         meta, last = self._first_pass_metadata(block_table, context, query_lens)
         hidden = self.model(input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
@@ -297,15 +300,16 @@ class DraftModelProposer:
             drafts.append(feed)
         return torch.stack(drafts, dim=1)
 
-    def _greedy_steps_compiled(self, one_row: bool) -> Callable:
-        """greedy_steps compiled with the model's options, and for batch-1 calls (`one_row`: one row per product)
-        with `one_row_options` laid under them; built at the first such call."""
-        if one_row not in self._compiled_greedy_steps:
+    def _greedy_steps_compiled(self, kind: str) -> Callable:
+        """A greedy call compiled with the model's options, built at the first call of its `kind`: "one request"
+        (greedy_steps_one_request) or "one row" (greedy_steps at batch 1) with `one_row_options` laid under them
+        (one row per product), "batch" (greedy_steps)."""
+        if kind not in self._compiled_greedy_steps:
             from minispec.compilation.decorators import compile_drafting_call
 
-            method = self.greedy_steps_one_request if one_row else self.greedy_steps
-            self._compiled_greedy_steps[one_row] = compile_drafting_call(method, self.model, one_row)
-        return self._compiled_greedy_steps[one_row]
+            method = self.greedy_steps_one_request if kind == "one request" else self.greedy_steps
+            self._compiled_greedy_steps[kind] = compile_drafting_call(method, self.model, kind != "batch")
+        return self._compiled_greedy_steps[kind]
 
 
 @dataclass

@@ -97,7 +97,8 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
         proposer = llm.llm_engine.model_runner.drafter
         assert bool(proposer._compiled_greedy_steps) is not eager
         if not eager:
-            assert list(proposer._compiled_greedy_steps) == ([True] if max_num_seqs == 1 else [False, True])
+            expected = ["one request"] if max_num_seqs == 1 else ["batch", "one request"]
+            assert list(proposer._compiled_greedy_steps) == expected
         stats = llm.get_spec_decoding_stats()
         counts[max_num_seqs, eager] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
     assert counts[4, True] == counts[4, False] and counts[4, True][0] > 0

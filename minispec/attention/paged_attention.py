@@ -13,7 +13,8 @@ plain PyTorch:
    custom (tree) mask among the request's new tokens.
 
 The runner builds `AttentionMetadata` once per step, on the host with numpy (`causal_metadata`, as vLLM's runner
-prepares its inputs); every layer reuses it. Drafters build theirs the same way.
+prepares its inputs); every layer reuses it. Drafters build theirs the same way, but for a compiled draft model's
+one-request call, whose graph builds its own from the request's block ids (`greedy_steps_one_request`).
 """
 
 from __future__ import annotations

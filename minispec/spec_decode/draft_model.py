@@ -284,7 +284,8 @@ class DraftModelProposer:
     ) -> torch.Tensor:  # [B, depth] the drafts
         """A greedy call in which every request drafts `depth` tokens: `_draft`'s first forward and its loop
         unrolled, each step's keys the call's whole span (the mask hides those not yet written). A compiled draft
-        model compiles this function whole (`_greedy_steps_compiled`): one graph, one guard check and one Python
+        model compiles this function whole (`_greedy_steps_compiled`; for one request, inside
+        `greedy_steps_one_request`): one graph, one guard check and one Python
         wrapper for the call, with the logits and the argmax inside, where the loop pays those per step
         (docs/benchmarks.md). vLLM v0.32.0 loops in Python and replays a CUDA graph per step; a CPU has no graphs
         to replay."""

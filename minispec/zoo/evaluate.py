@@ -10,7 +10,7 @@ what greedy verification accepts. P(first i accepted) for i = 1..k, and the mean
 
 On the target's text (`on_target_text`): what a decode step after the first sees, the draft guessing along text
 the target wrote. Next-token agreement, the overlap of the two distributions (what sampling accepts per token) and
-the mean acceptance length at k = 4, 7, 11, exact for greedy calls.
+the mean acceptance length at k = 4, 7, 11 of the greedy calls an engine would make on that text.
 
     python -m minispec.zoo.evaluate [--prompts 200] [--prompt-tokens 64] [-k 4] [--draft FOLDER]
 """
@@ -95,30 +95,35 @@ def on_target_text(
     target: torch.nn.Module, draft: torch.nn.Module, prompts: torch.Tensor, num_new: int = 64,
     ks: tuple[int, ...] = (4, 7, 11),
 ) -> dict:
-    """The draft on the text speculative decoding shows it: each prompt [num_prompts, P] continued `num_new` tokens
-    greedily by the target, then the draft's next-token guesses along that text, by teacher forcing. A greedy call
-    drafts the target's own tokens for as long as it is accepted, so it accepts the run of matching guesses (at most
-    k) plus the bonus token: the mean acceptance length at each k follows exactly, calls cut at the text's end."""
-    text = torch.cat([prompts, greedy_tokens(target, prompts, num_new)], dim=1)  # [N, P + num_new]
+    """The draft on the text speculative decoding shows it: each prompt [num_prompts, P] continued greedily by the
+    target, then the draft's next-token guesses along that text, by teacher forcing. A greedy engine emits the
+    target's first token from the prefill; each later call drafts the target's own tokens for as long as they are
+    accepted, so it emits the run of matching guesses (at most k) plus one token. The calls that start within the
+    first `num_new` tokens give the mean acceptance length at each k, as an engine with max_tokens=num_new counts
+    it (the text runs max(ks) tokens further, so no run is cut), up to the numerics of one forward against many."""
+    longest = max(ks)
+    new = greedy_tokens(target, prompts, num_new + longest)  # [N, num_new + longest]
+    text = torch.cat([prompts, new], dim=1)
     start = prompts.shape[1] - 1  # the logits of the prompt's last token guess the first new one
-    draft_logits = draft(input_ids=text[:, :-1]).logits[:, start:].float()  # [N, num_new, V]
-    target_logits = target(input_ids=text[:, :-1]).logits[:, start:].float()  # [N, num_new, V]
-    match = (draft_logits.argmax(-1) == text[:, start + 1 :]).tolist()  # [N][num_new]
+    draft_logits = draft(input_ids=text[:, :-1]).logits[:, start:].float()  # [N, num_new + longest, V]
+    match = (draft_logits.argmax(-1) == new).tolist()  # [N][num_new + longest]
     # what sampling at temperature 1 accepts per token: sum over the vocabulary of min(p_target, p_draft)
-    overlap = torch.minimum(draft_logits.softmax(-1), target_logits.softmax(-1)).sum(-1).mean().item()
+    target_probs = target(input_ids=text[:, :-1]).logits[:, start : start + num_new].float().softmax(-1)
+    overlap = torch.minimum(draft_logits[:, :num_new].softmax(-1), target_probs).sum(-1).mean().item()
     lengths = {}
     for k in ks:
         tokens = calls = 0
         for row in match:
-            pos = 0
+            pos = 1  # the prefill emitted token 0
             while pos < num_new:
                 run = 0
-                while run < k and pos + run < num_new and row[pos + run]:
+                while run < k and row[pos + run]:
                     run += 1
                 pos, calls, tokens = pos + run + 1, calls + 1, tokens + run + 1
         lengths[k] = tokens / calls
-    return {"num_prompts": len(match), "num_new": num_new, "agreement": sum(map(sum, match)) / (len(match) * num_new),
-            "overlap": overlap, "mean_acceptance_length": lengths}
+    agreement = sum(sum(row[:num_new]) for row in match) / (len(match) * num_new)
+    return {"num_prompts": len(match), "num_new": num_new, "agreement": agreement, "overlap": overlap,
+            "mean_acceptance_length": lengths}
 
 
 def load_model(folder: str | Path) -> torch.nn.Module:

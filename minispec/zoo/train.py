@@ -118,17 +118,21 @@ def train_stage(name: str, args: argparse.Namespace) -> dict:
     )
     rng = np.random.default_rng(args.seed + len(sessions))
     distilled = None  # [N, seq_len + 1] the target's own greedy text (--self-distill), else the corpus
-    if teacher is not None and args.self_distill:
+    distill_seconds = 0.0  # generating it (not counted in train_seconds)
+    if teacher is not None and args.self_distill:  # each session draws new windows (its rng's seed differs)
         started = time.time()
         distilled = greedy_windows(teacher, train_ids, args.self_distill, args.seq_len, args.prompt_len, rng,
                                    batch_size=256)  # wide batches: the target reads its weights once per 256 rows
-        print(f"[{name}] {len(distilled)} greedy windows of the target in {time.time() - started:.0f} s", flush=True)
+        distill_seconds = time.time() - started
+        print(f"[{name}] {len(distilled)} greedy windows of the target in {distill_seconds:.0f} s", flush=True)
     log = {
         "name": name, "preset": args.preset, "spec": spec.to_dict(), "vocab_size": vocab_size,
         "params": sum(p.numel() for p in model.parameters()), "matmul_params": spec.matmul_params(vocab_size),
         "batch_size": batch_size, "seq_len": args.seq_len, "lr": lr, "seed": args.seed,
         "kd_weight": args.kd_weight if teacher is not None else 0.0, "budget_minutes": minutes,
-        "self_distill_windows": len(distilled) if distilled is not None else 0, "prompt_len": args.prompt_len,
+        "self_distill_windows": len(distilled) if distilled is not None else 0,
+        "self_distill_seconds": round(distill_seconds, 1),
+        "prompt_len": args.prompt_len if distilled is not None else None,
         "budget_steps": args.steps, "train_tokens_available": int(len(train_ids)),
         "previous_sessions": sessions, "history": [],
     }
@@ -202,7 +206,8 @@ def _previous_sessions(out_dir: Path) -> list[dict]:
     if not log_file.is_file():
         return []
     log = json.loads(log_file.read_text())
-    keys = ("steps", "tokens_seen", "train_seconds", "batch_size", "lr", "budget_minutes", "heldout_loss")
+    keys = ("steps", "tokens_seen", "train_seconds", "batch_size", "lr", "budget_minutes", "heldout_loss", "seed",
+            "kd_weight", "self_distill_windows", "self_distill_seconds", "prompt_len")
     if "session" not in log:  # a checkpoint written mid-run: count what its history shows
         last = log["history"][-1] if log["history"] else {"step": 0, "tokens": 0, "seconds": 0.0}
         log.update(steps=last["step"], tokens_seen=last["tokens"], train_seconds=last["seconds"])
@@ -254,6 +259,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             raise ValueError(f"--{name.replace('_', '-')}={value} must be positive")
     if args.self_distill < 0:
         raise ValueError(f"--self-distill={args.self_distill} must be 0 (off) or a number of windows")
+    if args.self_distill and args.stage != "draft":
+        raise ValueError(f"--self-distill={args.self_distill} trains the draft on the target's text: only with the "
+                         f"stage 'draft', not {args.stage!r}")
     if args.self_distill and not 0 < args.prompt_len <= args.seq_len:
         raise ValueError(f"--prompt-len={args.prompt_len} must be in [1, --seq-len={args.seq_len}]")
     if not 0.0 <= args.kd_weight <= 1.0:

@@ -79,7 +79,6 @@ def head_accuracy(heads: Medusa, base, windows: torch.Tensor, bf16: bool, batch_
     return {"top1": (hits1 / counts).round(4).tolist(), "top5": (hits5 / counts).round(4).tolist()}
 
 
-@torch.no_grad()
 def init_heads(base, num_heads: int, num_layers: int, original_lm_head: bool = False) -> Medusa:
     """Heads whose projections start as the base model's lm_head; under original_lm_head they share it, frozen."""
     cfg = base.config

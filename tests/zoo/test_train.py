@@ -48,7 +48,7 @@ def test_train_all_tiny(tmp_path, monkeypatch):
     assert 1.0 <= text["mean_acceptance_length"][1] <= text["mean_acceptance_length"][4] <= 5.0
     itself = evaluate.on_target_text(target, target, prompts, num_new=8, ks=(4,))
     assert itself["agreement"] == 1.0 and itself["overlap"] == pytest.approx(1.0, abs=1e-5)
-    assert itself["mean_acceptance_length"][4] == 4.5  # calls of 5 and 4 tokens: the text ends after 8
+    assert itself["mean_acceptance_length"][4] == 5.0  # every draft accepted: k + 1 tokens a call
 
     # --resume continues from the saved draft and adds up steps and tokens; --self-distill trains it on windows
     # the target continued greedily
@@ -70,6 +70,7 @@ def test_lr_schedule_warms_up_then_decays_to_a_tenth():
 
 @pytest.mark.parametrize("argv", [["target", "--minutes", "0"], ["draft", "--kd-weight", "2"],
                                   ["target", "--steps", "-1"], ["draft", "--self-distill", "-1"],
+                                  ["target", "--self-distill", "8"], ["all", "--self-distill", "8"],
                                   ["draft", "--self-distill", "8", "--prompt-len", "300"]])
 def test_bad_arguments(argv):
     with pytest.raises(ValueError):

@@ -62,7 +62,7 @@ def print_ranked(rows: list[dict]) -> None:
     default = shape_name(EAGLE2["total_tokens"], EAGLE2["depth"], EAGLE2["top_k"])
     print(f"\n{r0['dtype']}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, "
           f"t(1) = {r0['t1_ms']:.2f} ms")
-    print("shape                          E  E_all      c  sum c      v   prediction  speedup  efficiency")
+    print("shape                          E  E_all      c  sum c      v   pred (run)  speedup  efficiency")
     for r in sorted(rows, key=lambda r: -r["speedup"]):
         mark = "  <- bench.spec_decode's" if r["method"] == default else ""
         print(f"{r['method']:<27} {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  {r['c']:5.3f}  "

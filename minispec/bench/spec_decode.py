@@ -12,17 +12,23 @@ method it prints
 - E, the mean acceptance length (tokens per target forward, `SpecDecodingStats`);
 - t(1), the target's work in a plain decode step at the same batch size: its forward, the logits and the
   sampler (the "forward" and "sample" phases of the engine's step recorder, mean over the decode steps of
-  the fastest of `repeats` recorded runs);
+  each `generate` call's fastest recorded run);
 - sum c, the drafter's whole call per engine step (the "propose" phase) over t(1), and c = sum c over the
   draft forwards it runs (k for a chain, the depth for a tree, 1 for Medusa's heads);
 - v = t(n) / t(1), the target's work in a speculative step over n = drafts + 1 tokens per request: the
   forward, the logits at every verified row and the rejection sampler ("forward" + "verify"; "sample" in a
   step without drafts);
-- the prediction E_all / (sum c + v), E_all the tokens delivered per request and decode step (E counts only
-  the steps that verified drafts; an n-gram step without a match emits one token; tokens accepted past
-  max_tokens are dropped, so E_all does not count them), the measured speedup (plain
-  seconds over speculative seconds, best of `repeats`, plain and speculative runs alternating) and their ratio, the implementation's efficiency: what
-  scheduling, input preparation and output processing (and the machine's noise) leave of the prediction;
+- the decode steps' prediction E_all / (sum c + v), E_all the tokens delivered per request and decode step (E
+  counts only the steps that verified drafts; an n-gram step without a match emits one token; tokens accepted
+  past max_tokens are dropped, so E_all does not count them);
+- the run's prediction, "pred (run)": the same measured costs over every step of the two runs, the prefills
+  included (the plain run's target work over the speculative run's target and drafter work). Speculation
+  does not shorten a prefill, so the more a method speeds up the decode steps, the more the prefills weigh;
+- the measured speedup, plain seconds over speculative seconds, and its ratio to the run's prediction, the
+  implementation's efficiency: what scheduling, input preparation and output processing leave of the
+  prediction. Plain and speculative engines take turns `generate` call by `generate` call, `repeats` times,
+  and each call counts with its fastest run, so a burst of load on the machine falls on both and is left
+  out; the phases come from recorded runs taken the same way;
 - at a dtype other than float32, the greedy agreement with plain decoding at that dtype (vLLM documents
   exactness "up to hardware numerics"): matching tokens before each request's first difference, over all
   tokens. In float32 the outputs must be equal token for token (an AssertionError otherwise).
@@ -70,6 +76,7 @@ METHODS: dict[str, dict] = {
     "eagle3 tree (16)": {"method": "eagle3", "model": "zoo:eagle3", **EAGLE2},
 }
 INFO = ("steps", "tokens")  # decode_step_phases' entries that are not seconds
+MODEL_PHASES = ("forward", "sample", "verify", "propose")  # the target's and the drafter's work in a step
 QUICK = {"num_prompts": 2, "prompt_len": 32, "max_tokens": 16, "batch_sizes": [1, 2], "repeats": 1}
 
 
@@ -101,23 +108,48 @@ def decode(llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_si
 def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int, repeats: int = 1,
                        refill: bool = False) -> dict[str, float]:
     """Mean seconds per phase over the decode steps (every request feeds its last token and its drafts; no
-    prefill) of the fastest of `repeats` recorded runs (noise only ever adds time), plus "steps" and "tokens":
-    tokens delivered per request and decode step (E counted over every step, those without drafts too). A
-    request's last step can accept more drafts than max_tokens leaves room for; those tokens are dropped, so
-    they are not counted (SpecDecodingStats, as vLLM's, does count them as accepted)."""
-    runs = [_phases_of(_recorded_run(llm, prompts, max_tokens, batch_size, refill), max_tokens)
-            for _ in range(repeats)]
-    return min(runs, key=lambda phases: sum(x for p, x in phases.items() if p not in INFO))
+    prefill), each `generate` call's steps taken from the fastest of its `repeats` recorded runs (noise only ever
+    adds time), plus "steps" and "tokens": tokens delivered per request and decode step (E counted over every
+    step, those without drafts too). A request's last step can accept more drafts than max_tokens leaves room
+    for; those tokens are dropped, so they are not counted (SpecDecodingStats, as vLLM's, does count them as
+    accepted)."""
+    records = paired_decode([llm], prompts, max_tokens, batch_size, repeats, refill, record=True)[0][2]
+    return _phases_of(records, max_tokens)
+
+
+def paired_decode(engines: Sequence[LLM], prompts, max_tokens: int, batch_size: int, repeats: int = 1,
+                  refill: bool = False, record: bool = False) -> list[tuple[float, list[list[int]], list]]:
+    """The engines decode the same prompts greedily, taking turns `generate` call by `generate` call (batch_size
+    prompts a call; with `refill` one call of every prompt), the first to go alternating, `repeats` times. A
+    burst of load on the machine then falls on every engine alike. Per engine: the sum over calls of each call's
+    fastest seconds, the token ids, and with `record` the step records of each call's fastest run."""
+    params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
+    per_call = max(1, len(prompts)) if refill else batch_size
+    calls = [[{"prompt_token_ids": list(p)} for p in prompts[i : i + per_call]]
+             for i in range(0, len(prompts), per_call)]
+    best = [[(float("inf"), [], [])] * len(calls) for _ in engines]  # [engine][call] -> seconds, ids, records
+    for r in range(repeats):
+        for j, batch in enumerate(calls):
+            turns = list(enumerate(engines))
+            for e, llm in turns if (r + j) % 2 == 0 else turns[::-1]:
+                engine = llm.llm_engine
+                engine.step_records = [] if record else None
+                try:
+                    start = time.perf_counter()
+                    outputs = llm.generate(batch, params, use_tqdm=False)
+                    seconds = time.perf_counter() - start
+                    records = engine.step_records or []
+                finally:
+                    engine.step_records = None
+                if seconds < best[e][j][0]:
+                    best[e][j] = (seconds, [list(o.outputs[0].token_ids) for o in outputs], records)
+    return [(sum(c[0] for c in per_engine), [ids for c in per_engine for ids in c[1]],
+             [rec for c in per_engine for rec in c[2]]) for per_engine in best]
 
 
 def _recorded_run(llm: LLM, prompts, max_tokens: int, batch_size: int, refill: bool = False) -> list:
-    engine = llm.llm_engine
-    engine.step_records = []
-    try:
-        decode(llm, prompts, max_tokens, batch_size, refill)
-        return engine.step_records
-    finally:
-        engine.step_records = None
+    """The step records of one decode of every prompt."""
+    return paired_decode([llm], prompts, max_tokens, batch_size, 1, refill, record=True)[0][2]
 
 
 def _phases_of(records: list, max_tokens: int) -> dict[str, float]:
@@ -139,6 +171,12 @@ def _phases_of(records: list, max_tokens: int) -> dict[str, float]:
             delivered[q] = delivered.get(q, 0) + kept
             emitted += kept if d else 0
     return phases | {"steps": float(len(steps)), "tokens": emitted / max(1, request_steps)}
+
+
+def model_seconds(records: list) -> float:
+    """Seconds the target and the drafter worked in these steps (MODEL_PHASES), prefills included: the rest of a
+    step is scheduling, input preparation and output processing."""
+    return sum(r.timings.get(p, 0.0) for r in records for p in MODEL_PHASES)
 
 
 def agreement(got: list[list[int]], expected: list[list[int]]) -> float:
@@ -214,17 +252,16 @@ def run(
         # compiled: meet the prefill, decode and verification shapes (and the drafter's) first
         compiled = not enforce_eager or spec.compiles_drafter(enforce_eager)
         decode(llm, prompts[:batch_size], 16 if compiled else 4, batch_size)
-        plain_s = spec_s = float("inf")
-        for _ in range(repeats):  # plain and speculative alternate, so a burst of load hits both
-            plain_s = min(plain_s, decode(plain, prompts, max_tokens, batch_size, refill)[0])
-            runner.spec_decoding_stats = SpecDecodingStats.new(k)  # counters of exactly one run
-            seconds, spec_tokens = decode(llm, prompts, max_tokens, batch_size, refill)
-            spec_s = min(spec_s, seconds)
+        # plain and speculative take turns call by call, so a burst of load hits both; then the same, recorded
+        runner.spec_decoding_stats = SpecDecodingStats.new(k)  # counters of exactly these runs
+        (plain_s, _, _), (spec_s, spec_tokens, _) = paired_decode([plain, llm], prompts, max_tokens, batch_size,
+                                                                  repeats, refill)
         stats = llm.get_spec_decoding_stats()
         if dtype == "float32" and spec_tokens != plain_tokens:
             raise AssertionError(f"{name}: speculative greedy output differs from plain decoding in float32")
-        base = decode_step_phases(plain, prompts, max_tokens, batch_size, repeats, refill)
-        phases = decode_step_phases(llm, prompts, max_tokens, batch_size, repeats, refill)
+        (_, _, plain_records), (_, _, spec_records) = paired_decode([plain, llm], prompts, max_tokens, batch_size,
+                                                                    repeats, refill, record=True)
+        base, phases = _phases_of(plain_records, max_tokens), _phases_of(spec_records, max_tokens)
         # t(1): a plain step's target work (forward, logits, sampling); t(n): the same with n tokens per
         # request, verification included (logits at every verified row, the rejection sampler)
         t1 = base["forward"] + base["sample"]
@@ -232,7 +269,9 @@ def run(
         # a step without drafts (no n-gram match, a request out of room) samples instead of verifying
         target_work = phases["forward"] + phases.get("verify", 0.0) + phases.get("sample", 0.0)
         sum_c, v = phases.get("propose", 0.0) / t1, target_work / t1
-        predicted = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
+        decode_prediction = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
+        # the same costs over every step of the runs: the prefills, which speculation does not shorten, included
+        predicted = model_seconds(plain_records) / model_seconds(spec_records)
         rows.append({
             "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1, "enforce_eager": enforce_eager,
             "compile_drafter": compile_drafter, "compilation_config": compilation_config,
@@ -240,7 +279,7 @@ def run(
             "mean_acceptance_length": mean_len, "acceptance_rate": stats.acceptance_rate,
             "tokens_per_step": phases["tokens"],
             "c": sum_c / max(1, drafting_forwards(llm)), "sum_c": sum_c, "v": v,
-            "predicted": predicted, "speedup": plain_s / spec_s, "efficiency": plain_s / spec_s / predicted,
+            "decode_prediction": decode_prediction, "predicted": predicted, "speedup": plain_s / spec_s, "efficiency": plain_s / spec_s / predicted,
             "agreement": agreement(spec_tokens, plain_tokens),
             "tok_s": sum(map(len, spec_tokens)) / spec_s, "plain_tok_s": sum(map(len, plain_tokens)) / plain_s,
             "t1_ms": 1e3 * t1, "plain_step_ms": 1e3 * sum(x for p, x in base.items() if p not in INFO),
@@ -265,13 +304,14 @@ def print_table(rows: list[dict], phases: bool = False) -> None:
         mode += f", {r0['num_prompts']} requests refilling"
     print(f"\n{r0['dtype']}{mode}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
           f"{r0['t1_ms']:.2f} ms (a plain step's forward, logits and sampling), plain step {r0['plain_step_ms']:.2f} ms")
-    print("method                n      E  E_all      c  sum c      v  pred E_all/(sum c+v)  speedup  efficiency"
-          "  agree")
+    print("method                n      E  E_all      c  sum c      v  E_all/(sum c+v)  pred (run)  speedup"
+          "  efficiency  agree")
     for r in rows:
+        decode_prediction = r.get("decode_prediction", r["predicted"])
         print(f"{r['method']:<20} {r['n']:>2}  {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  "
               f"{r['c']:5.3f}  "
-              f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {r['predicted']:19.2f}x  {r['speedup']:6.2f}x  "
-              f"{r['efficiency']:10.2f}  {r['agreement']:5.3f}")
+              f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {decode_prediction:14.2f}x  {r['predicted']:9.2f}x  "
+              f"{r['speedup']:6.2f}x  {r['efficiency']:10.2f}  {r['agreement']:5.3f}")
     if phases:
         names = ["schedule", "prepare_inputs", "forward", "sample", "verify", "propose", "update"]
         print("ms per decode step  " + "".join(f"{n:>15}" for n in names))

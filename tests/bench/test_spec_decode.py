@@ -21,15 +21,50 @@ def test_tokens_per_step_counts_only_the_tokens_delivered(k):
     assert {"forward", "propose"} <= set(phases)
 
 
-def test_phases_of_the_fastest_recorded_run(monkeypatch):
+def test_paired_decode_keeps_each_calls_fastest_run(monkeypatch):
+    """Two engines take turns call by call, the first to go alternating; each call counts with its fastest run,
+    and with record=True its step records come from that run."""
     from minispec.bench import spec_decode
 
-    runs = iter([{"forward": 3.0, "verify": 1.0, "steps": 4.0, "tokens": 2.0},
-                 {"forward": 2.0, "verify": 1.0, "steps": 4.0, "tokens": 2.0},
-                 {"forward": 2.5, "verify": 1.0, "steps": 4.0, "tokens": 2.0}])
-    monkeypatch.setattr(spec_decode, "_recorded_run", lambda *a: None)
-    monkeypatch.setattr(spec_decode, "_phases_of", lambda records, max_tokens: next(runs))
-    assert decode_step_phases(None, [], 8, 1, repeats=3)["forward"] == 2.0  # "steps", "tokens" are not seconds
+    clock, order = iter(range(1000)), []
+
+    class Engine:
+        step_records = None
+
+    class Fake:
+        def __init__(self, name, seconds):
+            self.name, self.seconds, self.llm_engine = name, iter(seconds), Engine()
+
+        def generate(self, batch, params, use_tqdm):
+            order.append(self.name)
+            for _ in range(next(self.seconds) - 1):  # each run advances the clock by its seconds
+                next(clock)
+            if self.llm_engine.step_records is not None:
+                self.llm_engine.step_records.append((self.name, len(order)))
+            return [type("O", (), {"outputs": [type("C", (), {"token_ids": p["prompt_token_ids"]})]}) for p in batch]
+
+    monkeypatch.setattr(spec_decode.time, "perf_counter", lambda: next(clock))
+    a, b = Fake("a", [5, 1, 2, 9]), Fake("b", [3, 3, 3, 1])
+    (a_s, a_ids, a_rec), (b_s, b_ids, b_rec) = spec_decode.paired_decode(
+        [a, b], [[1], [2]], 4, batch_size=1, repeats=2, record=True)
+    assert order == ["a", "b", "b", "a", "b", "a", "a", "b"]  # calls 0, 1 in repeat 0, then in repeat 1
+    assert (a_s, b_s) == (2 + 1, 3 + 1) and a_ids == b_ids == [[1], [2]]  # a: calls of 5, 1 then 2, 9 seconds
+    assert a_rec == [("a", 6), ("a", 4)] and b_rec == [("b", 2), ("b", 8)]  # each call's fastest run, in call order
+    assert a.llm_engine.step_records is None and b.llm_engine.step_records is None
+
+
+def test_the_runs_prediction_counts_the_model_phases_of_every_step():
+    """pred (run): the target's and drafter's seconds of every step, prefills included; scheduling, input
+    preparation and output processing are left to the efficiency."""
+    from types import SimpleNamespace
+
+    from minispec.bench.spec_decode import model_seconds
+
+    prefill = SimpleNamespace(timings={"schedule": 1.0, "prepare_inputs": 2.0, "forward": 8.0, "sample": 0.5,
+                                       "propose": 1.5, "update": 1.0})
+    decode = SimpleNamespace(timings={"forward": 3.0, "verify": 1.0, "propose": 2.0, "prepare_inputs": 9.0})
+    assert model_seconds([prefill, decode]) == 8.0 + 0.5 + 1.5 + 3.0 + 1.0 + 2.0
+    assert model_seconds([]) == 0.0
 
 
 def test_refill_keeps_the_slots_full():

@@ -96,13 +96,8 @@ def decode(llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_si
     """Seconds to decode every prompt greedily, and the token ids: `batch_size` requests at a time, or with
     `refill` every prompt in one `generate`, the scheduler admitting a waiting request as soon as a running
     one finishes (at most max_num_seqs = batch_size at once, as a server runs)."""
-    params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
-    per_call = max(1, len(prompts)) if refill else batch_size
-    outputs, start = [], time.perf_counter()
-    for i in range(0, len(prompts), per_call):
-        batch = [{"prompt_token_ids": list(p)} for p in prompts[i : i + per_call]]
-        outputs += [list(o.outputs[0].token_ids) for o in llm.generate(batch, params, use_tqdm=False)]
-    return time.perf_counter() - start, outputs
+    seconds, outputs, _ = paired_decode([llm], prompts, max_tokens, batch_size, 1, refill)[0]
+    return seconds, outputs
 
 
 def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int, repeats: int = 1,
@@ -279,7 +274,8 @@ def run(
             "mean_acceptance_length": mean_len, "acceptance_rate": stats.acceptance_rate,
             "tokens_per_step": phases["tokens"],
             "c": sum_c / max(1, drafting_forwards(llm)), "sum_c": sum_c, "v": v,
-            "decode_prediction": decode_prediction, "predicted": predicted, "speedup": plain_s / spec_s, "efficiency": plain_s / spec_s / predicted,
+            "decode_prediction": decode_prediction, "predicted": predicted,
+            "speedup": plain_s / spec_s, "efficiency": plain_s / spec_s / predicted,
             "agreement": agreement(spec_tokens, plain_tokens),
             "tok_s": sum(map(len, spec_tokens)) / spec_s, "plain_tok_s": sum(map(len, plain_tokens)) / plain_s,
             "t1_ms": 1e3 * t1, "plain_step_ms": 1e3 * sum(x for p, x in base.items() if p not in INFO),

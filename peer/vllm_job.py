@@ -6,8 +6,12 @@ Prometheus counters of `vllm/v1/spec_decode/metrics.py` (`SpecDecodingProm`), re
 
 This file runs under `.venv-vllm/bin/python` (made by `make peer`), never inside minispec's `.venv`
 (`.venv-vllm/bin/python peer/vllm_job.py --check` prints the versions and is `make peer`'s last step):
-`python -m minispec.bench.vs_vllm` starts it as a subprocess, writes one job to its stdin and reads one JSON
-object from its stdout. vLLM's own logging and prints are sent to stderr, so stdout carries the JSON only.
+Two ways to drive it. With no argument it reads one job from stdin, runs all its phases and prints one JSON
+object (peer/zoo_check.py). With `--serve` (`python -m minispec.bench.vs_vllm`) the first line is the job,
+answered once the engine is built and warm, and then each line is one operation, answered by one JSON line:
+`begin_phase`, `generate` (one call of some prompts: tokens, wall time and, when recorded, its steps and the
+counters it added), `end_phase` (the phase's log line) and `quit`, so that the caller can have minispec and
+vLLM take turns call by call. vLLM's own logging and prints are sent to stderr, so stdout carries the JSON only.
 
 The job (all keys required unless marked):
 
@@ -120,77 +124,136 @@ def counter_delta(after: dict[str, Any], before: dict[str, Any]) -> dict[str, An
     return delta
 
 
-def run_phase(llm, phase: dict[str, Any], params, catcher: _LineCatcher) -> dict[str, Any]:
-    prompts, batch_size = phase["prompts"], int(phase["batch_size"])
-    before = read_counters(llm)
-    llm.llm_engine.do_log_stats()  # start the logger's interval here
-    catcher.lines.clear()
-    token_ids: list[list[int]] = []
-    steps: list[list] = []
-    elapsed = 0.0
-    for i in range(0, len(prompts), batch_size):
-        chunk = [{"prompt_token_ids": p} for p in prompts[i : i + batch_size]]
+class Session:
+    """One `LLM` and what a phase of calls needs around it: the parameters, the log catcher, the counters at
+    the phase's start. A one-shot job runs its phases through it; `--serve` takes its calls one line at a
+    time, so that minispec and vLLM can take turns call by call."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        import torch
+        import vllm
+        from vllm import LLM, SamplingParams
+
+        install_step_recorder()
+        start = time.perf_counter()
+        self.llm = LLM(
+            model=job["model"],
+            dtype=job["dtype"],
+            seed=0,
+            enforce_eager=True,  # no torch.compile: the same eager float32 arithmetic on every run
+            enable_prefix_caching=False,  # minispec has none; vLLM's default is on
+            max_model_len=job["max_model_len"],
+            max_num_seqs=job["max_num_seqs"],
+            kv_cache_memory_bytes=job["kv_cache_memory_bytes"],
+            speculative_config=job["speculative_config"],
+            disable_log_stats=False,  # LLM's default True would leave get_metrics() without counters
+        )
+        init_s = time.perf_counter() - start
+        self.catcher = _LineCatcher()
+        # SpecDecodingLogging logs through the stat logger's logger (INFO, or DEBUG once the engine is idle)
+        logging.getLogger("vllm.v1.metrics.loggers").setLevel(logging.DEBUG)
+        for name in ("vllm", ""):
+            logging.getLogger(name).addHandler(self.catcher)
+        self.params = SamplingParams(temperature=0.0, max_tokens=job["max_tokens"], ignore_eos=True)
+        warmup_s = 0.0
+        if job.get("warmup_prompt"):
+            start = time.perf_counter()
+            self.llm.generate([{"prompt_token_ids": job["warmup_prompt"]}], self.params, use_tqdm=False)
+            warmup_s = time.perf_counter() - start
+        self.info = {"engine": "vllm", "version": vllm.__version__, "torch_version": torch.__version__,
+                     "torch_threads": torch.get_num_threads(), "init_s": init_s, "warmup_s": warmup_s}
+
+    def begin_phase(self) -> dict[str, Any]:
+        self.llm.llm_engine.do_log_stats()  # start the logger's interval here
+        self.catcher.lines.clear()
+        return {}
+
+    def generate(self, prompts: list[list[int]], record: bool = True) -> dict[str, Any]:
+        """One `generate` call: its tokens and wall time, and (`record`) its steps and the counters it added."""
+        before = read_counters(self.llm) if record else None
         STEPS.clear()
         start = time.perf_counter()
-        outputs = llm.generate(chunk, params, use_tqdm=False)
-        elapsed += time.perf_counter() - start
-        token_ids.extend(list(o.outputs[0].token_ids) for o in outputs)
-        steps.extend(steps_by_prompt(outputs))
-    llm.llm_engine.do_log_stats()
-    return {
-        "name": phase["name"],
-        "batch_size": batch_size,
-        "token_ids": token_ids,
-        "elapsed_s": elapsed,
-        "counters": counter_delta(read_counters(llm), before),
-        "steps": steps,
-        "log_lines": list(catcher.lines),
-    }
+        outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], self.params, use_tqdm=False)
+        elapsed = time.perf_counter() - start
+        out = {"token_ids": [list(o.outputs[0].token_ids) for o in outputs], "elapsed_s": elapsed}
+        if record:
+            out.update(steps=steps_by_prompt(outputs), counters=counter_delta(read_counters(self.llm), before))
+        STEPS.clear()
+        return out
+
+    def end_phase(self) -> dict[str, Any]:
+        self.llm.llm_engine.do_log_stats()
+        return {"log_lines": list(self.catcher.lines), "metric_names": spec_metric_names(self.llm)}
+
+    def run_phase(self, phase: dict[str, Any]) -> dict[str, Any]:
+        prompts, batch_size = phase["prompts"], int(phase["batch_size"])
+        self.begin_phase()
+        calls = [self.generate(prompts[i : i + batch_size]) for i in range(0, len(prompts), batch_size)]
+        counters = calls[0]["counters"]
+        for call in calls[1:]:
+            counters = add_counters(counters, call["counters"])
+        return {
+            "name": phase["name"],
+            "batch_size": batch_size,
+            "token_ids": [t for call in calls for t in call["token_ids"]],
+            "elapsed_s": sum(call["elapsed_s"] for call in calls),
+            "counters": counters,
+            "steps": [s for call in calls for s in call["steps"]],
+            "log_lines": self.end_phase()["log_lines"],
+        }
+
+
+def add_counters(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = {key: a[key] + b[key] for key in a if key != "num_accepted_tokens_per_pos"}
+    pos_a, pos_b = a["num_accepted_tokens_per_pos"], b["num_accepted_tokens_per_pos"]
+    width = max(len(pos_a), len(pos_b))
+    pos_a, pos_b = pos_a + [0] * (width - len(pos_a)), pos_b + [0] * (width - len(pos_b))
+    out["num_accepted_tokens_per_pos"] = [x + y for x, y in zip(pos_a, pos_b)]
+    return out
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    import torch
-    import vllm
-    from vllm import LLM, SamplingParams
+    session = Session(job)
+    phases = [session.run_phase(phase) for phase in job["phases"]]
+    return {**session.info, "phases": phases, "metric_names": spec_metric_names(session.llm)}
 
-    install_step_recorder()
 
-    start = time.perf_counter()
-    llm = LLM(
-        model=job["model"],
-        dtype=job["dtype"],
-        seed=0,
-        enforce_eager=True,  # no torch.compile: the same eager float32 arithmetic on every run
-        enable_prefix_caching=False,  # minispec has none; vLLM's default is on
-        max_model_len=job["max_model_len"],
-        max_num_seqs=job["max_num_seqs"],
-        kv_cache_memory_bytes=job["kv_cache_memory_bytes"],
-        speculative_config=job["speculative_config"],
-        disable_log_stats=False,  # LLM's default True would leave get_metrics() without counters
-    )
-    init_s = time.perf_counter() - start
-    catcher = _LineCatcher()
-    # SpecDecodingLogging logs through the stat logger's logger (INFO, or DEBUG once the engine is idle)
-    logging.getLogger("vllm.v1.metrics.loggers").setLevel(logging.DEBUG)
-    for name in ("vllm", ""):
-        logging.getLogger(name).addHandler(catcher)
-    params = SamplingParams(temperature=0.0, max_tokens=job["max_tokens"], ignore_eos=True)
-    warmup_s = 0.0
-    if job.get("warmup_prompt"):
-        start = time.perf_counter()
-        llm.generate([{"prompt_token_ids": job["warmup_prompt"]}], params, use_tqdm=False)
-        warmup_s = time.perf_counter() - start
-    phases = [run_phase(llm, phase, params, catcher) for phase in job["phases"]]
-    return {
-        "engine": "vllm",
-        "version": vllm.__version__,
-        "torch_version": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "init_s": init_s,
-        "warmup_s": warmup_s,
-        "phases": phases,
-        "metric_names": spec_metric_names(llm),
-    }
+def serve(lines, answer) -> int:
+    """`--serve`: the first line is the job (its phases unused); the answer is the engine's info once it is
+    built and warm. Then one operation per line, one JSON answer per line: {"op": "begin_phase"},
+    {"op": "generate", "prompts": [[ids], ...], "record": true}, {"op": "end_phase"}, {"op": "quit"}."""
+    def reply(obj: dict[str, Any]) -> None:
+        answer.write(json.dumps(obj) + "\n")
+        answer.flush()
+
+    session = None
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            if session is None:
+                session = Session(json.loads(line))
+                reply(session.info)
+                continue
+            request = json.loads(line)
+            op = request.get("op")
+            if op == "quit":
+                return 0
+            if op == "begin_phase":
+                reply(session.begin_phase())
+            elif op == "generate":
+                reply(session.generate(request["prompts"], bool(request.get("record", True))))
+            elif op == "end_phase":
+                reply(session.end_phase())
+            else:
+                reply({"error": f"unknown op {op!r}; expected begin_phase, generate, end_phase or quit"})
+        except Exception as e:  # the caller shows the message; the traceback is on stderr
+            import traceback
+
+            traceback.print_exc()
+            reply({"engine": "vllm", "error": f"{type(e).__name__}: {e}"})
+            return 1
+    return 0
 
 
 def check() -> int:
@@ -210,11 +273,15 @@ def check() -> int:
 def main() -> int:
     if sys.argv[1:] == ["--check"]:
         return check()
-    job = json.loads(sys.stdin.read())
-    # Keep stdout for the JSON answer: everything vLLM prints (its logger writes to stdout) goes to stderr.
+    serving = sys.argv[1:] == ["--serve"]
+    job = None if serving else json.loads(sys.stdin.read())
+    # Keep stdout for the JSON answers: everything vLLM prints (its logger writes to stdout) goes to stderr.
     answer = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    if serving:
+        code = serve(sys.stdin, answer)
+        os._exit(code)  # vLLM's engine threads can keep the interpreter alive after main returns
     try:
         result = run_job(job)
     except Exception as e:  # the caller shows the message; the traceback is on stderr

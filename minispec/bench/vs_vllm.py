@@ -2,14 +2,17 @@
 
 Issue #14, docs/vllm.md. vLLM is the engine oracle: `vllm/entrypoints/llm.py` drives it, its counters are the
 Prometheus ones of `vllm/v1/spec_decode/metrics.py`. vLLM lives in its own environment, `.venv-vllm`
-(`make peer`), and runs in a subprocess of `.venv-vllm/bin/python peer/vllm_job.py`, which reads one JSON job
-on stdin and prints one JSON result; minispec runs in this process. Same target, same speculative_config dict,
-float32 on both sides, the same CPU thread count, one engine after the other.
+(`make peer`), and runs in a subprocess of `.venv-vllm/bin/python peer/vllm_job.py --serve`, which builds the
+engine from a JSON job and then runs one operation per line (one `generate` call, the counters of a phase);
+minispec runs in this process. Same target, same speculative_config dict, float32 on both sides, the same CPU
+thread count. Both engines are loaded side by side and take turns call by call (`run_turns`): each `generate`
+call runs on one engine, then on the other, the first to go alternating, so a slow minute on a shared machine
+falls on both engines' runs of the same call.
 
     python -m minispec.bench.vs_vllm                       # every config, 12 prompts at batch 1 and 24 at batch 24
     python -m minispec.bench.vs_vllm --quick --configs ngram eagle3
     python -m minispec.bench.vs_vllm --docs docs/vllm.md   # also write the table into docs/vllm.md
-    python -m minispec.bench.vs_vllm --repeats 3           # each engine 3 times, taking turns (default 2)
+    python -m minispec.bench.vs_vllm --repeats 3           # 3 runs of each call, each keeps its fastest (default 2)
 
 Per config and batch it prints: greedy tokens equal (n/N), whether the counters agree, each engine's
 SpecDecodingStats counters (vLLM's from `LLM.get_metrics()`), and tokens/s of each engine with the ratio.
@@ -59,7 +62,7 @@ class Settings:
     threads: int = 1
     max_model_len: int = 512
     kv_cache_memory_bytes: int = 64 * 2**20
-    repeats: int = 2  # runs of each engine, alternating; each phase keeps its fastest
+    repeats: int = 2  # runs of each generate call by each engine, taking turns; each call keeps its fastest
 
 
 FULL = Settings()
@@ -143,24 +146,6 @@ def vllm_env(threads: int) -> dict[str, str]:
     return env
 
 
-def run_vllm(job: dict[str, Any], threads: int = 1, timeout_s: float = 1200.0) -> dict[str, Any]:
-    """Send `job` to peer/vllm_job.py under .venv-vllm and return its JSON result."""
-    python = vllm_python()
-    with tempfile.TemporaryFile(mode="w+") as log:
-        try:
-            proc = subprocess.run([str(python), str(PEER_SCRIPT)], input=json.dumps(job), stdout=subprocess.PIPE,
-                                  stderr=log, text=True, env=vllm_env(threads), timeout=timeout_s, cwd=REPO)
-        except subprocess.TimeoutExpired as e:
-            raise RuntimeError(f"vLLM job {job['config']!r} ran past {timeout_s:.0f} s") from e
-        log.seek(0)
-        tail = "".join(log.readlines()[-30:])
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    result = json.loads(lines[-1]) if lines else {"error": f"no answer (exit code {proc.returncode})"}
-    if "error" in result:
-        raise RuntimeError(f"vLLM job {job['config']!r} failed: {result['error']}\n--- vLLM log tail ---\n{tail}")
-    return result
-
-
 def _counters(stats) -> dict[str, Any]:
     if stats is None:
         return {key: ([] if key.endswith("per_pos") else 0) for key in COUNTER_KEYS}
@@ -183,40 +168,161 @@ def _record_steps(llm, store: dict[str, list]) -> None:
     scheduler.update_from_output = update_from_output
 
 
+class MinispecSide:
+    """minispec in this process, with the operations of the vLLM side (`Session` in peer/vllm_job.py):
+    begin_phase, generate (one call, timed; `record`: its steps and the counters it added), end_phase."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        from minispec import LLM, SamplingParams
+
+        start = time.perf_counter()
+        self.llm = LLM(model=job["model"], dtype=job["dtype"], device="cpu", seed=0,
+                       max_model_len=job["max_model_len"], max_num_seqs=job["max_num_seqs"],
+                       speculative_config=job["speculative_config"])
+        self.info = {"engine": "minispec", "init_s": time.perf_counter() - start}
+        self.params = SamplingParams(temperature=0.0, max_tokens=job["max_tokens"], ignore_eos=True)
+        if job.get("warmup_prompt"):
+            self.llm.generate([{"prompt_token_ids": job["warmup_prompt"]}], self.params, use_tqdm=False)
+        self.store: dict[str, list] = {}
+        _record_steps(self.llm, self.store)
+        self._phase_start = None
+
+    def _stats(self):
+        return copy.deepcopy(self.llm.get_spec_decoding_stats())
+
+    def begin_phase(self) -> dict[str, Any]:
+        self._phase_start = self._stats()
+        return {}
+
+    def generate(self, prompts: list[list[int]], record: bool = True) -> dict[str, Any]:
+        before = self._stats() if record else None
+        self.store.clear()
+        start = time.perf_counter()
+        outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], self.params, use_tqdm=False)
+        out = {"token_ids": [list(o.outputs[0].token_ids) for o in outputs], "elapsed_s": time.perf_counter() - start}
+        if record:
+            stats = self.llm.get_spec_decoding_stats()
+            out.update(steps=[self.store.get(o.request_id, []) for o in outputs],
+                       counters=_counters(stats.delta(before) if stats is not None else None))
+        return out
+
+    def end_phase(self) -> dict[str, Any]:
+        stats = self.llm.get_spec_decoding_stats()
+        delta = stats.delta(self._phase_start) if stats is not None else None
+        return {"log_lines": [delta.log_line()] if delta is not None and delta.num_drafts else [],
+                "metric_names": sorted(delta.prometheus_counters()) if delta is not None else []}
+
+    def close(self) -> None:
+        pass
+
+
+class VllmSide:
+    """Real vLLM in its subprocess (`peer/vllm_job.py --serve`), one operation per line: the same operations
+    as `MinispecSide`. Waiting for an answer, this process sleeps, so the engine that runs has the CPU."""
+
+    def __init__(self, job: dict[str, Any], threads: int = 1, timeout_s: float = 1200.0) -> None:
+        python = vllm_python()
+        self.config, self.timeout_s = job["config"], timeout_s
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([str(python), str(PEER_SCRIPT), "--serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=vllm_env(threads),
+                                     cwd=REPO)
+        self.info = self._ask(job)
+
+    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        answer = json.loads(line) if line.strip() else {"error": f"no answer (exit code {self.proc.poll()})"}
+        if "error" in answer:
+            self.close()
+            self.log.seek(0)
+            tail = "".join(self.log.readlines()[-30:])
+            raise RuntimeError(f"vLLM job {self.config!r} failed: {answer['error']}\n--- vLLM log tail ---\n{tail}")
+        return answer
+
+    def begin_phase(self) -> dict[str, Any]:
+        return self._ask({"op": "begin_phase"})
+
+    def generate(self, prompts: list[list[int]], record: bool = True) -> dict[str, Any]:
+        return self._ask({"op": "generate", "prompts": prompts, "record": record})
+
+    def end_phase(self) -> dict[str, Any]:
+        return self._ask({"op": "end_phase"})
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.proc.stdin.close()
+                self.proc.wait(timeout=60)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def run_turns(sides: list, job: dict[str, Any], repeats: int = 1) -> list[dict[str, Any]]:
+    """Every phase of `job` through every side, the sides taking turns `generate` call by `generate` call.
+    The first pass over a phase's calls is recorded (tokens, steps, counters, log line); `repeats` - 1 more
+    passes are timed only, and must repeat the tokens (greedy). Each call counts with its fastest run, and the
+    side that goes first alternates from call to call and from pass to pass, so a slow minute on a shared
+    machine lands on both engines' runs of the same call. Returns one result per side, in vllm_job.py's
+    layout."""
+    results = [{**side.info, "phases": []} for side in sides]
+    for phase in job["phases"]:
+        prompts, batch = phase["prompts"], int(phase["batch_size"])
+        chunks = [prompts[i : i + batch] for i in range(0, len(prompts), batch)]
+        first: list[list[dict[str, Any]]] = [[] for _ in sides]
+        best: list[list[float]] = [[float("inf")] * len(chunks) for _ in sides]
+        for side in sides:
+            side.begin_phase()
+        ends = None
+        for rep in range(repeats):
+            for c, chunk in enumerate(chunks):
+                order = range(len(sides)) if (rep + c) % 2 == 0 else reversed(range(len(sides)))
+                for s in order:
+                    out = sides[s].generate(chunk, record=rep == 0)
+                    if rep == 0:
+                        first[s].append(out)
+                    elif out["token_ids"] != first[s][c]["token_ids"]:
+                        raise RuntimeError(f"{results[s]['engine']} generated other tokens in phase "
+                                           f"{phase['name']!r} when run again: greedy decoding should repeat itself")
+                    best[s][c] = min(best[s][c], out["elapsed_s"])
+            if rep == 0:
+                ends = [side.end_phase() for side in sides]  # the log line of exactly one run of the phase
+        for s, result in enumerate(results):
+            calls = first[s]
+            counters = calls[0]["counters"]
+            for call in calls[1:]:
+                counters = _add_counters(counters, call["counters"])
+            result["phases"].append({
+                "name": phase["name"], "batch_size": batch, "token_ids": [t for c in calls for t in c["token_ids"]],
+                "elapsed_s": sum(best[s]), "counters": counters, "steps": [x for c in calls for x in c["steps"]],
+                "log_lines": ends[s]["log_lines"],
+            })
+            result["metric_names"] = ends[s]["metric_names"]
+    return results
+
+
+def _add_counters(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = {key: a[key] + b[key] for key in COUNTER_KEYS if key != "num_accepted_tokens_per_pos"}
+    pos_a, pos_b = list(a["num_accepted_tokens_per_pos"]), list(b["num_accepted_tokens_per_pos"])
+    width = max(len(pos_a), len(pos_b))
+    pos_a, pos_b = pos_a + [0] * (width - len(pos_a)), pos_b + [0] * (width - len(pos_b))
+    out["num_accepted_tokens_per_pos"] = [x + y for x, y in zip(pos_a, pos_b)]
+    return out
+
+
 def run_minispec(job: dict[str, Any], threads: int = 1) -> dict[str, Any]:
-    """The same job through minispec in this process; the result has vllm_job.py's layout."""
-    from minispec import LLM, SamplingParams
+    """The same job through minispec alone, in this process; the result has vllm_job.py's layout."""
     from minispec.bench.roofline import torch_threads
 
     with torch_threads(threads):
-        start = time.perf_counter()
-        llm = LLM(model=job["model"], dtype=job["dtype"], device="cpu", seed=0, max_model_len=job["max_model_len"],
-                  max_num_seqs=job["max_num_seqs"], speculative_config=job["speculative_config"])
-        init_s = time.perf_counter() - start
-        params = SamplingParams(temperature=0.0, max_tokens=job["max_tokens"], ignore_eos=True)
-        llm.generate([{"prompt_token_ids": job["warmup_prompt"]}], params, use_tqdm=False)
-        store: dict[str, list] = {}
-        _record_steps(llm, store)
-        phases, names = [], []
-        for phase in job["phases"]:
-            before = copy.deepcopy(llm.get_spec_decoding_stats())
-            prompts, batch, token_ids, steps, elapsed = phase["prompts"], phase["batch_size"], [], [], 0.0
-            for i in range(0, len(prompts), batch):
-                store.clear()
-                start = time.perf_counter()
-                outputs = llm.generate([{"prompt_token_ids": p} for p in prompts[i : i + batch]], params,
-                                       use_tqdm=False)
-                elapsed += time.perf_counter() - start
-                token_ids += [list(o.outputs[0].token_ids) for o in outputs]
-                steps += [store.get(o.request_id, []) for o in outputs]
-            stats = llm.get_spec_decoding_stats()
-            delta = stats.delta(before) if stats is not None else None
-            log_lines = [delta.log_line()] if delta is not None and delta.num_drafts else []
-            names = sorted(delta.prometheus_counters()) if delta is not None else []
-            phases.append({"name": phase["name"], "batch_size": batch, "token_ids": token_ids, "elapsed_s": elapsed,
-                           "counters": _counters(delta), "steps": steps, "log_lines": log_lines})
-    return {"engine": "minispec", "init_s": init_s, "torch_threads": threads, "phases": phases,
-            "metric_names": names}
+        (result,) = run_turns([MinispecSide(job)], job)
+    return result | {"torch_threads": threads}
 
 
 # ---- comparison -----------------------------------------------------------------------------------------
@@ -358,28 +464,19 @@ def compare(name: str, job: dict[str, Any], ms: dict[str, Any], vl: dict[str, An
     return rows
 
 
-def fastest(first: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
-    """`first` with each phase's wall time lowered to `again`'s where that run was faster. Tokens, counters and
-    steps stay the first run's: greedy runs of one engine must repeat their tokens (RuntimeError otherwise)."""
-    for p, q in zip(first["phases"], again["phases"]):
-        if p["token_ids"] != q["token_ids"]:
-            raise RuntimeError(f"{first['engine']} generated other tokens in phase {p['name']!r} when run again: "
-                               "greedy decoding should repeat itself")
-    phases = [p | {"elapsed_s": min(p["elapsed_s"], q["elapsed_s"])} for p, q in zip(first["phases"], again["phases"])]
-    return first | {"phases": phases}
-
-
 def compare_config(name: str, settings: Settings = FULL, heads: dict[str, str] | None = None) -> list[PhaseComparison]:
-    """Run config `name` through both engines and compare per phase. The engines take turns, `settings.repeats`
-    times each (vLLM in its subprocess, then minispec, then vLLM again ...), and each phase keeps each engine's
-    fastest run: on a shared machine a slow minute then lands on both engines, not on one."""
+    """Run config `name` through both engines and compare per phase. Both engines are loaded side by side
+    (vLLM in its subprocess) and take turns call by call, `settings.repeats` runs of each call (`run_turns`)."""
+    from minispec.bench.roofline import torch_threads
+
     job = make_job(name, settings, heads)
-    vl = run_vllm(job, settings.threads)
-    ms = run_minispec(job, settings.threads)
-    for _ in range(settings.repeats - 1):
-        vl = fastest(vl, run_vllm(job, settings.threads))
-        ms = fastest(ms, run_minispec(job, settings.threads))
-    return compare(name, job, ms, vl)
+    vllm_side = VllmSide(job, settings.threads)
+    try:
+        with torch_threads(settings.threads):
+            vl, ms = run_turns([vllm_side, MinispecSide(job)], job, settings.repeats)
+    finally:
+        vllm_side.close()
+    return compare(name, job, ms | {"torch_threads": settings.threads}, vl)
 
 
 # ---- report ---------------------------------------------------------------------------------------------
@@ -444,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="4 prompts of 32 tokens, 32 new, batch 1 and 8")
     parser.add_argument("--configs", nargs="+", default=list(CONFIG_NAMES), choices=CONFIG_NAMES)
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of each engine (default 1)")
-    parser.add_argument("--repeats", type=int, help="runs of each engine, taking turns; each phase keeps its "
-                        f"fastest (default {FULL.repeats}, --quick {QUICK.repeats})")
+    parser.add_argument("--repeats", type=int, help="runs of each generate call by each engine, taking turns; "
+                        f"each call keeps its fastest (default {FULL.repeats}, --quick {QUICK.repeats})")
     parser.add_argument("--head", action="append", default=[], metavar="METHOD=FOLDER",
                         help="use another head folder, e.g. eagle=/tmp/new_eagle (repeatable)")
     parser.add_argument("--docs", type=Path, help="write the table between the markers of this file")
@@ -464,8 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows: list[PhaseComparison] = []
     for name in args.configs:
-        print(f"{name}: vLLM, then minispec{f', {settings.repeats} times' if settings.repeats > 1 else ''} ...",
-              flush=True)
+        print(f"{name}: vLLM and minispec taking turns call by call"
+              f"{f', {settings.repeats} runs of each call' if settings.repeats > 1 else ''} ...", flush=True)
         rows += compare_config(name, settings, heads)
         for r in rows[-2:]:
             for line in describe(r):
@@ -476,8 +573,9 @@ def main(argv: list[str] | None = None) -> int:
         header = (f"Measured with `python -m minispec.bench.vs_vllm{' --quick' if args.quick else ''}`: "
                   f"{settings.num_prompts} prompts of {settings.prompt_len} tokens one at a time, then "
                   f"{settings.big_batch} in one batch, greedy, {settings.max_tokens} new tokens, ignore_eos, "
-                  f"float32, {settings.threads} thread(s) per engine, k = {NUM_SPECULATIVE_TOKENS}; the engines take "
-                  f"turns, {settings.repeats} run(s) each, and tok/s is each engine's fastest run.")
+                  f"float32, {settings.threads} thread(s) per engine, k = {NUM_SPECULATIVE_TOKENS}; both engines loaded side "
+                  f"by side take turns `generate` call by call, {settings.repeats} run(s) of each call, and tok/s "
+                  "counts each call's fastest run.")
         write_docs(args.docs, table, header)
     return 0 if all(r.num_equal == r.num_prompts for r in rows) else 1
 

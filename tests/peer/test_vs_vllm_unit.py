@@ -12,7 +12,6 @@ from minispec.bench.vs_vllm import (
     PhaseComparison,
     Settings,
     cap_steps,
-    compare_config,
     count_steps,
     first_divergence,
     format_table,
@@ -140,34 +139,50 @@ def test_minispec_side_records_steps_that_add_up_to_its_counters():
     assert result["phases"][1]["counters"]["num_drafts"] > 0  # speculation ran
 
 
-def test_engines_take_turns_and_each_phase_keeps_its_fastest_run(monkeypatch):
-    times = {"vllm": iter([3.0, 2.0, 5.0, 1.0]), "minispec": iter([4.0, 6.0, 1.5, 7.0])}
+class FakeSide:
+    """A side of `run_turns` whose calls take the times it is given; it logs every call into `order`."""
+
+    def __init__(self, engine, times, order, tokens=None):
+        self.info, self.times, self.order, self.tokens = {"engine": engine}, iter(times), order, tokens
+
+    def begin_phase(self):
+        return {}
+
+    def generate(self, prompts, record=True):
+        self.order.append((self.info["engine"], prompts[0][0], record))
+        tokens = [[p[0], next(self.tokens)] if self.tokens else [p[0]] for p in prompts]
+        out = {"token_ids": tokens, "elapsed_s": next(self.times)}
+        if record:
+            out.update(steps=[[] for _ in prompts], counters={"num_drafts": 1, "num_draft_tokens": 4,
+                                                            "num_accepted_tokens": 2,
+                                                            "num_accepted_tokens_per_pos": [1, 1]})
+        return out
+
+    def end_phase(self):
+        return {"log_lines": [f"{self.info['engine']} line"], "metric_names": []}
+
+
+def test_engines_take_turns_call_by_call_and_each_call_keeps_its_fastest_run():
     order = []
-
-    def fake(engine):
-        def run(job, threads=1):
-            order.append(engine)
-            phases = [{"name": p["name"], "token_ids": [[1]], "elapsed_s": next(times[engine]), "counters": {},
-                       "steps": []} for p in job["phases"]]
-            return {"engine": engine, "phases": phases}
-        return run
-
-    monkeypatch.setattr(vs_vllm, "run_vllm", fake("vllm"))
-    monkeypatch.setattr(vs_vllm, "run_minispec", fake("minispec"))
-    captured = {}
-    monkeypatch.setattr(vs_vllm, "compare", lambda name, job, ms, vl: captured.update(ms=ms, vl=vl) or [])
-    compare_config("plain", Settings(num_prompts=1, big_batch=2, prompt_len=8, max_tokens=4, repeats=2))
-    assert order == ["vllm", "minispec", "vllm", "minispec"]
-    assert [p["elapsed_s"] for p in captured["vl"]["phases"]] == [3.0, 1.0]  # runs (3, 2) then (5, 1)
-    assert [p["elapsed_s"] for p in captured["ms"]["phases"]] == [1.5, 6.0]  # runs (4, 6) then (1.5, 7)
+    vllm = FakeSide("vllm", [3.0, 2.0, 5.0, 1.0], order)
+    mine = FakeSide("minispec", [4.0, 6.0, 1.5, 7.0], order)
+    job = {"phases": [{"name": "batch 1", "batch_size": 1, "prompts": [[10], [20]]}]}
+    vl, ms = vs_vllm.run_turns([vllm, mine], job, repeats=2)
+    # the first to go alternates from call to call and from pass to pass; only the first pass is recorded
+    assert order == [("vllm", 10, True), ("minispec", 10, True), ("minispec", 20, True), ("vllm", 20, True),
+                     ("minispec", 10, False), ("vllm", 10, False), ("vllm", 20, False), ("minispec", 20, False)]
+    assert vl["phases"][0]["elapsed_s"] == 3.0 + 1.0  # call 10: runs 3, 5; call 20: runs 2, 1
+    assert ms["phases"][0]["elapsed_s"] == 1.5 + 6.0  # call 10: runs 4, 1.5; call 20: runs 6, 7
+    phase = vl["phases"][0]
+    assert phase["token_ids"] == [[10], [20]] and phase["log_lines"] == ["vllm line"]
+    assert phase["counters"] == {"num_drafts": 2, "num_draft_tokens": 8, "num_accepted_tokens": 4,
+                                 "num_accepted_tokens_per_pos": [2, 2]}  # the recorded pass's calls, added
     with pytest.raises(SystemExit):
         vs_vllm.main(["--repeats", "0"])
 
 
 def test_a_second_run_with_other_tokens_is_an_error():
-    def run(tokens):
-        return {"engine": "minispec", "phases": [{"name": "batch 1", "token_ids": tokens, "elapsed_s": 1.0}]}
-
-    assert vs_vllm.fastest(run([[1, 2]]), run([[1, 2]]))["phases"][0]["token_ids"] == [[1, 2]]
+    side = FakeSide("minispec", [1.0] * 4, [], tokens=iter([5, 6]))
+    job = {"phases": [{"name": "batch 1", "batch_size": 1, "prompts": [[1]]}]}
     with pytest.raises(RuntimeError, match="minispec generated other tokens in phase 'batch 1'"):
-        vs_vllm.fastest(run([[1, 2]]), run([[1, 3]]))
+        vs_vllm.run_turns([side], job, repeats=2)

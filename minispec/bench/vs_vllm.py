@@ -31,6 +31,7 @@ import copy
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 import tempfile
@@ -230,12 +231,18 @@ class VllmSide:
         self.info = self._ask(job)
 
     def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        line = ""
         try:
             self.proc.stdin.write(json.dumps(message) + "\n")
             self.proc.stdin.flush()
-            line = self.proc.stdout.readline()
+            # one answer line per message, so nothing waits in the reader's buffer: select sees the next one
+            if select.select([self.proc.stdout], [], [], self.timeout_s)[0]:
+                line = self.proc.stdout.readline()
+            else:
+                self.proc.kill()
+                line = json.dumps({"error": f"no answer within {self.timeout_s:.0f} s to {message.get('op', 'the job')}"})
         except (BrokenPipeError, OSError):
-            line = ""
+            pass
         answer = json.loads(line) if line.strip() else {"error": f"no answer (exit code {self.proc.poll()})"}
         if "error" in answer:
             self.close()

@@ -186,3 +186,20 @@ def test_a_second_run_with_other_tokens_is_an_error():
     job = {"phases": [{"name": "batch 1", "batch_size": 1, "prompts": [[1]]}]}
     with pytest.raises(RuntimeError, match="minispec generated other tokens in phase 'batch 1'"):
         vs_vllm.run_turns([side], job, repeats=2)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("import time\ntime.sleep(30)\n", "no answer within 1 s to the job"),
+    ("import sys\nsys.stdin.readline()\nprint('{\"error\": \"ValueError: bad model\"}', flush=True)\n",
+     "failed: ValueError: bad model"),
+    ("", "no answer \\(exit code"),
+])
+def test_the_vllm_side_never_hangs_and_says_why_it_stopped(tmp_path, monkeypatch, body, message):
+    import sys
+
+    script = tmp_path / "fake_job.py"
+    script.write_text(body)
+    monkeypatch.setattr(vs_vllm, "vllm_python", lambda: sys.executable)
+    monkeypatch.setattr(vs_vllm, "PEER_SCRIPT", script)
+    with pytest.raises(RuntimeError, match=message):
+        vs_vllm.VllmSide({"config": "plain"}, timeout_s=1)

@@ -166,6 +166,7 @@ class Session:
     def begin_phase(self) -> dict[str, Any]:
         self.llm.llm_engine.do_log_stats()  # start the logger's interval here
         self.catcher.lines.clear()
+        self.phase_start = read_counters(self.llm)
         return {}
 
     def generate(self, prompts: list[list[int]], record: bool = True) -> dict[str, Any]:
@@ -189,27 +190,15 @@ class Session:
         prompts, batch_size = phase["prompts"], int(phase["batch_size"])
         self.begin_phase()
         calls = [self.generate(prompts[i : i + batch_size]) for i in range(0, len(prompts), batch_size)]
-        counters = calls[0]["counters"]
-        for call in calls[1:]:
-            counters = add_counters(counters, call["counters"])
         return {
             "name": phase["name"],
             "batch_size": batch_size,
             "token_ids": [t for call in calls for t in call["token_ids"]],
             "elapsed_s": sum(call["elapsed_s"] for call in calls),
-            "counters": counters,
+            "counters": counter_delta(read_counters(self.llm), self.phase_start),
             "steps": [s for call in calls for s in call["steps"]],
             "log_lines": self.end_phase()["log_lines"],
         }
-
-
-def add_counters(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    out = {key: a[key] + b[key] for key in a if key != "num_accepted_tokens_per_pos"}
-    pos_a, pos_b = a["num_accepted_tokens_per_pos"], b["num_accepted_tokens_per_pos"]
-    width = max(len(pos_a), len(pos_b))
-    pos_a, pos_b = pos_a + [0] * (width - len(pos_a)), pos_b + [0] * (width - len(pos_b))
-    out["num_accepted_tokens_per_pos"] = [x + y for x, y in zip(pos_a, pos_b)]
-    return out
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from minispec import LLM, SamplingParams
 from minispec.bench.medusa import MEASURED_TREE
 from minispec.bench.roofline import cpu_description, torch_threads
+from minispec.compilation.decorators import QUIET_AUTOTUNE
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.teach.theory import expected_tokens_per_step
 
@@ -328,8 +329,6 @@ def parse_json_option(flag: str, text: str | None) -> dict | None:
     return value
 
 
-# Inductor's autotuning writes a table per matmul to stderr; the benchmarks keep their output to their own tables
-QUIET_AUTOTUNE = {"autotune_num_choices_displayed": 0, "max_autotune_report_choices_stats": False}
 
 
 def quiet_autotune(compilation_config: dict | None) -> dict | None:

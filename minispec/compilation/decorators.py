@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import shutil
 import types
+import warnings
 
 import torch
 from torch import nn
@@ -50,6 +51,12 @@ ONE_ROW_MAX_WIDTH = 4096  # widest weight (in or out features) whose one-row pro
 # Inductor's options for a batch-1 drafting call compiled whole (`one_row_options`); the caller's options win
 ONE_ROW_OPTIONS = {"freezing": False, "post_grad_fusion_options": {
     "decompose_mm_pass": {"cpu_max_other_dimension_decomposition": ONE_ROW_MAX_WIDTH}}}
+
+
+# Inductor's autotuning writes a table per matmul to stderr; minispec keeps it quiet unless the caller asks
+QUIET_AUTOTUNE = {"autotune_num_choices_displayed": 0, "max_autotune_report_choices_stats": False}
+# Inductor's options for one request's float32 tree compiled whole (`one_request_tree_options`)
+TREE_OPTIONS = {"max_autotune": True, **QUIET_AUTOTUNE}
 
 
 def check_compiler(device: torch.device) -> None:
@@ -94,12 +101,34 @@ def one_row_options(options: dict | None = None) -> dict:
     return copy.deepcopy(ONE_ROW_OPTIONS) | options
 
 
-def compile_drafting_call(method, network: nn.Module, one_row: bool):
+def one_request_tree_options(options: dict | None, dtype: torch.dtype) -> dict:
+    """Inductor's options for one request's EAGLE tree compiled whole (minispec's own): each depth multiplies
+    top_k rows, too many for `one_row_options`' loops. In float32, Inductor's C++ GEMMs (`max_autotune`, which
+    times them against the library's product for each matmul) beat the packed oneDNN products: an EAGLE-2
+    drafting call of 4 depths took 3.74 ms against 4.10 on an AMD EPYC; in bfloat16 they lost, 4.38 ms against
+    3.41, so bfloat16 keeps the packed products (docs/benchmarks.md, "Tree verification on the host; a float32
+    tree's C++ GEMMs"). `options` (compilation_config's inductor_compile_config) are laid over these and win."""
+    options = dict(options or {})
+    if dtype != torch.float32:
+        return options
+    warnings.filterwarnings("ignore", message="TypedStorage is deprecated", category=UserWarning,
+                            module=r"torch\._inductor\.select_algorithm")  # PyTorch's autotuner, not the user
+    return TREE_OPTIONS | options
+
+
+def compile_drafting_call(method, network: nn.Module, kind: str = "batch"):
     """A drafter's whole drafting call (a bound method) compiled with its network's options
     (compilation_config's inductor_compile_config, which `compile_model` keeps on it), laid over
-    `one_row_options` where every product of the call multiplies one row (`one_row`: one request drafting a chain)."""
+    `one_row_options` where every product of the call multiplies one row (`kind` "one row": one request drafting a
+    chain) or `one_request_tree_options` for one request's tree (`kind` "tree"); "batch" takes them as they are."""
+    if kind not in ("one row", "tree", "batch"):
+        raise ValueError(f"kind={kind!r} must be 'one row', 'tree' or 'batch'")
     options = getattr(network, "inductor_compile_config", None)
-    return compile_method(method, one_row_options(options) if one_row else options)
+    if kind == "one row":
+        options = one_row_options(options)
+    elif kind == "tree":
+        options = one_request_tree_options(options, next(network.parameters()).dtype)
+    return compile_method(method, options)
 
 
 def _widen_one_row_decomposition() -> None:

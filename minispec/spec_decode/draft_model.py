@@ -310,7 +310,8 @@ class DraftModelProposer:
             from minispec.compilation.decorators import compile_drafting_call
 
             method = self.greedy_steps_one_request if kind == "one request" else self.greedy_steps
-            self._compiled_greedy_steps[kind] = compile_drafting_call(method, self.model, kind != "batch")
+            self._compiled_greedy_steps[kind] = compile_drafting_call(
+                method, self.model, "batch" if kind == "batch" else "one row")
         return self._compiled_greedy_steps[kind]
 
 

@@ -160,7 +160,7 @@ class EagleProposer(TreeDrafting):
         self.greedy_chain = DynamicTreeConfig(k + 1, k - 1, 1) if tree is None and dynamic_tree is None and k > 1 \
             else None
         # one row per product (a chain of one request) or not -> _grow_tree_in_graph compiled, at its first call
-        self._compiled_grow_tree: dict[bool, Callable] = {}
+        self._compiled_grow_tree: dict[str, Callable] = {}
         if tree is not None:
             self._init_static_tree(tree)
 

@@ -20,7 +20,7 @@ scores and ancestor masks live in [B, nodes] tensors, so no Python runs per node
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -80,9 +80,13 @@ class DraftTree:
     scores: list[float]  # [N] cumulative draft log-probability of each node's path
     accepted: list[int] | None = None  # nodes on the accepted path (root excluded), set after verification
     expansion: TreeExpansion | None = None  # EAGLE-2 only, when the proposer's tree_log is on
+    _spec_tree: SpecTree | None = field(default=None, repr=False, compare=False)
 
     def spec_tree(self) -> SpecTree:
-        return SpecTree(list(self.parents))
+        """The tree the target verifies; built once, so the mask the model runner asks of it is built once."""
+        if self._spec_tree is None:
+            self._spec_tree = SpecTree(list(self.parents))
+        return self._spec_tree
 
 
 def _top_children(proposer, out: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -225,17 +229,18 @@ class TreeDrafting:
         """`_grow_tree_in_graph`, compiled at its first call (a variant for one entry in the first pass, one for
         several); returns what _grow_tree returns. `chain`: the greedy chain (a tree of top_k 1). A chain of one
         request multiplies one row at every depth: its own compiled function takes `one_row_options` (Inductor's
-        own loops); trees and batches, whose depths multiply several rows, keep the packed products."""
-        one_row = chain and len(batch.states) == 1
-        if one_row not in self._compiled_grow_tree:
+        own loops). One request's tree multiplies top_k rows: its function takes `one_request_tree_options`
+        (Inductor's C++ GEMMs in float32). Batches keep the packed products."""
+        kind = "batch" if len(batch.states) > 1 else "one row" if chain else "tree"
+        if kind not in self._compiled_grow_tree:
             from minispec.compilation.decorators import compile_drafting_call
             from minispec.model_executor.models.llama import RotaryEmbedding
 
             for module in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
                 if isinstance(module, RotaryEmbedding):
                     module._table()
-            self._compiled_grow_tree[one_row] = compile_drafting_call(self._grow_tree_in_graph, self.draft, one_row)
-        return self._compiled_grow_tree[one_row](batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
+            self._compiled_grow_tree[kind] = compile_drafting_call(self._grow_tree_in_graph, self.draft, kind)
+        return self._compiled_grow_tree[kind](batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):
         """The first pass and `_grow_tree`, every depth on the call's keys: what a compiled

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 MAX_TREE_NODES = 64
@@ -81,7 +82,10 @@ class SpecTree:
         return cls.from_paths([(0,) * d for d in range(1, k + 1)])
 
     def truncate(self, num_nodes: int) -> SpecTree:
-        """The first `num_nodes` nodes (still a tree: parents come first)."""
+        """The first `num_nodes` nodes (still a tree: parents come first); the tree itself when that is all of
+        it, so its cached mask is kept."""
+        if num_nodes >= self.num_nodes:
+            return self
         return SpecTree(self.parents[: num_nodes + 1], None if self.paths is None else self.paths[:num_nodes])
 
     # ---- shape --------------------------------------------------------------------------------------
@@ -151,35 +155,44 @@ def check_tree_ranks(spec, vocab_size: int) -> None:
 
 
 # ---- verification helpers (used by the model runner) -------------------------------------------------
+def _host(x: torch.Tensor | np.ndarray) -> np.ndarray:
+    return x.cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
 def ancestor_mask(parents: torch.Tensor) -> torch.Tensor:
     """[..., N + 1, N + 1] bool from parents [..., N + 1] (-1 at the root): True at each node's ancestors and
-    itself. One tensor step per tree level, whatever the number of nodes."""
-    n = parents.shape[-1]
-    mask = torch.eye(n, dtype=torch.bool, device=parents.device).expand(*parents.shape, n).clone()
-    current = parents
-    while bool((current >= 0).any()):
+    itself. One array step per tree level, whatever the number of nodes. Built with numpy on the host, as
+    vLLM builds attention metadata, since a few microseconds per torch op would be most of its cost; the mask
+    comes back on the parents' device."""
+    p = _host(parents)  # [..., N + 1]
+    n = p.shape[-1]
+    nodes = np.arange(n)
+    mask = np.broadcast_to(np.eye(n, dtype=bool), (*p.shape, n)).copy()
+    current = p
+    while (current >= 0).any():
         alive = current >= 0  # [..., N + 1]
-        mask |= torch.nn.functional.one_hot(current.clamp(min=0), n).bool() & alive[..., None]
-        current = torch.where(alive, parents.gather(-1, current.clamp(min=0)), current)
-    return mask
+        mask |= (current[..., None] == nodes) & alive[..., None]  # one-hot of each live ancestor
+        current = np.where(alive, np.take_along_axis(p, current.clip(min=0), axis=-1), current)
+    return torch.from_numpy(mask).to(parents.device)
 
 
 def greedy_tree_walk(
-    parents: torch.Tensor,  # [B, N + 1] -1 at the root; padding nodes point at the root
-    node_tokens: torch.Tensor,  # [B, N + 1] token of each node; -1 at the root and at padding
-    depths: torch.Tensor,  # [B, N + 1] depth of each node
-    target_next: torch.Tensor,  # [B, N + 1] the target's greedy token after each node
+    parents: torch.Tensor | np.ndarray,  # [B, N + 1] -1 at the root; padding nodes point at the root
+    node_tokens: torch.Tensor | np.ndarray,  # [B, N + 1] token of each node; -1 at the root and at padding
+    depths: torch.Tensor | np.ndarray,  # [B, N + 1] depth of each node
+    target_next: torch.Tensor | np.ndarray,  # [B, N + 1] the target's greedy token after each node
 ) -> torch.Tensor:
     """[B] the deepest node whose whole path the target accepts greedily (0: none). Node u passes when its
     token is the target's token after its parent; siblings hold distinct tokens, so the passing paths form one
-    chain from the root and its end is the node `walk_tree` reaches with an argmax draw."""
-    parent = parents.clamp(min=0)
-    passes = node_tokens == target_next.gather(1, parent)  # [B, N + 1]
+    chain from the root and its end is the node `walk_tree` reaches with an argmax draw. On the host (numpy):
+    the accepted tokens go there anyway."""
+    parent, depths = _host(parents).clip(min=0), _host(depths)
+    passes = _host(node_tokens) == np.take_along_axis(_host(target_next), parent, axis=1)  # [B, N + 1]
     passes[:, 0] = True
     accepted = passes
     for _ in range(int(depths.max())):  # after d rounds, every node of depth <= d is settled
-        accepted = passes & accepted.gather(1, parent)
-    return torch.where(accepted, depths, -1).argmax(dim=1)  # unique deepest; the root when nothing passed
+        accepted = passes & np.take_along_axis(accepted, parent, axis=1)
+    return torch.from_numpy(np.where(accepted, depths, -1).argmax(axis=1))  # unique deepest; root if none passed
 
 
 def walk_tree(tree: SpecTree, node_tokens: list[int], draw) -> tuple[list[int], int]:

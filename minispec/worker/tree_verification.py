@@ -86,7 +86,11 @@ class TreeVerificationMixin:
         logits = self.model.compute_logits(hidden_states[torch.from_numpy(index).to(self.device)])  # [N, V]
         trees = [self._tree_for(r.request_id, len(d)) for r, d in zip(reqs, drafts)]
         # every node judged by the distribution plain sampling would use after its root path
-        node_logits_all = Sampler.process_logits(logits, _node_metadata(sampling_metadata, trees, drafts))
+        md = sampling_metadata
+        if md.all_greedy and md.no_penalties and md.logit_bias is None:  # nothing to process: the raw argmax
+            node_logits_all = logits.float()
+        else:
+            node_logits_all = Sampler.process_logits(logits, _node_metadata(md, trees, drafts))
         greedy = _greedy_rows(sampling_metadata, len(reqs))
         greedy_best, greedy_next = _greedy_walks(trees, drafts, node_logits_all.argmax(dim=-1))
         token_ids, last_index, paths, logprobs, src, dst = [], [], [], [], [], []
@@ -156,21 +160,21 @@ def _greedy_rows(md: SamplingMetadata, num_rows: int) -> list[bool]:
 
 def _greedy_walks(trees: list[SpecTree], drafts: list[list[int]], node_argmax: torch.Tensor):
     """For every request at once: the deepest node its target accepts greedily, and the target's greedy token
-    after each node. `node_argmax` [sum(n_j + 1)] holds the processed argmax at every node, request by request."""
+    after each node. `node_argmax` [sum(n_j + 1)] holds the processed argmax at every node, request by request.
+    Built on the host: the accepted tokens go there anyway."""
     width = 1 + max(len(d) for d in drafts)
-    num_reqs, dev = len(trees), node_argmax.device
-    parents = torch.zeros(num_reqs, width, dtype=torch.long)  # padding nodes hang off the root ...
-    tokens = torch.full((num_reqs, width), -1, dtype=torch.long)  # ... and never match (token -1)
-    depths = torch.zeros(num_reqs, width, dtype=torch.long)
-    target_next = torch.zeros(num_reqs, width, dtype=torch.long, device=dev)
-    sizes = [len(d) + 1 for d in drafts]
+    num_reqs = len(trees)
+    parents = np.zeros((num_reqs, width), dtype=np.int64)  # padding nodes hang off the root ...
+    tokens = np.full((num_reqs, width), -1, dtype=np.int64)  # ... and never match (token -1)
+    depths = np.zeros((num_reqs, width), dtype=np.int64)
+    target_next = np.zeros((num_reqs, width), dtype=np.int64)
+    argmax, offset = node_argmax.cpu().numpy(), 0
     for j, (tree, d) in enumerate(zip(trees, drafts)):
-        parents[j, : sizes[j]] = torch.tensor(tree.parents)
-        tokens[j, 1 : sizes[j]] = torch.tensor(d, dtype=torch.long)
-        depths[j, : sizes[j]] = torch.tensor(tree.depths)
-    target_next[torch.arange(num_reqs).repeat_interleave(torch.tensor(sizes)),
-                torch.cat([torch.arange(n) for n in sizes])] = node_argmax
-    best = greedy_tree_walk(parents.to(dev), tokens.to(dev), depths.to(dev), target_next)
+        size = len(d) + 1
+        parents[j, :size], tokens[j, 1:size], depths[j, :size] = tree.parents, d, tree.depths
+        target_next[j, :size] = argmax[offset : offset + size]
+        offset += size
+    best = greedy_tree_walk(parents, tokens, depths, target_next)
     return best.tolist(), target_next.tolist()
 
 

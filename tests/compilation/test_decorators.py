@@ -122,6 +122,20 @@ def test_one_row_options_under_the_callers():
         assert decorators.one_row_options({name: True}) == {name: True}
 
 
+def test_one_request_tree_options_by_dtype():
+    """One request's tree compiled whole: in float32 Inductor's C++ GEMMs, quietly (TREE_OPTIONS); in bfloat16 the
+    caller's options alone (the packed products); compilation_config's options win in both."""
+    assert decorators.one_request_tree_options(None, torch.float32) == decorators.TREE_OPTIONS
+    assert decorators.one_request_tree_options(None, torch.bfloat16) == {}
+    assert decorators.one_request_tree_options({"max_autotune": False}, torch.float32)["max_autotune"] is False
+    assert decorators.one_request_tree_options({"cpp_wrapper": True}, torch.bfloat16) == {"cpp_wrapper": True}
+
+
+def test_compile_drafting_call_names_its_kinds():
+    with pytest.raises(ValueError, match="kind='chain' must be 'one row', 'tree' or 'batch'"):
+        decorators.compile_drafting_call(lambda: None, torch.nn.Linear(2, 2), "chain")
+
+
 def test_one_row_options_rewrite_a_product_as_wide_as_the_lm_head():
     """Under one_row_options a one-row product by a 4096 x 128 weight (the zoo draft's lm_head, wider than
     Inductor's own limit of 2048) compiles into Inductor's loop, and computes the product."""

@@ -33,14 +33,19 @@ def shape_name(total_tokens: int, depth: int, top_k: int) -> str:
     return f"total={total_tokens} depth={depth} top_k={top_k}"
 
 
-def shape_config(method: str, total_tokens: int, depth: int, top_k: int) -> dict:
-    """The speculative_config of one shape; ValueError (from DynamicTreeConfig) naming what is wrong with it."""
+def shape_config(method: str, total_tokens: int, depth: int, top_k: int, compiled: bool = False) -> dict:
+    """The speculative_config of one shape (`compiled`: the head drafts in one Inductor graph,
+    `enforce_eager=False`); ValueError (from DynamicTreeConfig) naming what is wrong with it."""
     DynamicTreeConfig(total_tokens, depth, top_k)
-    return {"method": method, "model": f"zoo:{method}", "total_tokens": total_tokens, "depth": depth,
-            "top_k": top_k}
+    config = {"method": method, "model": f"zoo:{method}", "total_tokens": total_tokens, "depth": depth,
+              "top_k": top_k}
+    if compiled:
+        config["enforce_eager"] = False
+    return config
 
 
-def shapes(method: str, depths: Sequence[int], top_ks: Sequence[int], totals: Sequence[int]) -> dict[str, dict]:
+def shapes(method: str, depths: Sequence[int], top_ks: Sequence[int], totals: Sequence[int],
+           compiled: bool = False) -> dict[str, dict]:
     """speculative_config per valid shape (a tree of total_tokens - 1 drafts must fit in what the depths
     generate: top_k + depth * top_k^2), in the order depth, top_k, total_tokens; invalid ones are skipped."""
     configs = {}
@@ -48,7 +53,7 @@ def shapes(method: str, depths: Sequence[int], top_ks: Sequence[int], totals: Se
         for top_k in top_ks:
             for total in totals:
                 try:
-                    configs[shape_name(total, depth, top_k)] = shape_config(method, total, depth, top_k)
+                    configs[shape_name(total, depth, top_k)] = shape_config(method, total, depth, top_k, compiled)
                 except ValueError:
                     continue
     return configs
@@ -84,6 +89,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--prompt-len", type=int, default=64)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=1, help="timed runs per shape (the best is kept)")
+    ap.add_argument("--compiled", action="store_true",
+                    help="every shape with enforce_eager=False: the head's tree in one graph, plain decoding compiled")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
     if ap.parse_known_args(argv)[0].quick:
         ap.set_defaults(**QUICK)
@@ -95,9 +102,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 total, depth, top_k = (int(x) for x in text.split(","))
             except ValueError:
                 raise ValueError(f"--shapes {text!r}: expected TOTAL,DEPTH,TOP_K, three integers") from None
-            configs[shape_name(total, depth, top_k)] = shape_config(args.method, total, depth, top_k)
+            configs[shape_name(total, depth, top_k)] = shape_config(args.method, total, depth, top_k, args.compiled)
     else:
-        configs = shapes(args.method, args.depths, args.top_ks, args.total_tokens)
+        configs = shapes(args.method, args.depths, args.top_ks, args.total_tokens, args.compiled)
     if not configs:
         raise ValueError(f"no valid shape among depths={args.depths}, top_ks={args.top_ks}, "
                          f"total_tokens={args.total_tokens}: total_tokens - 1 must be <= top_k + depth * top_k^2")

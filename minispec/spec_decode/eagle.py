@@ -49,7 +49,6 @@ from minispec.attention.paged_attention import (
     AttentionMetadata,
     causal_metadata,
     padded_block_table,
-    slots_of,
 )
 from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
@@ -329,20 +328,28 @@ class EagleProposer(TreeDrafting):
 
     # ---- one forward over a depth's nodes, every request at once ------------------------------------------
     def _draft_keys(self, batch: DraftBatch, num_run: int) -> DraftKeys:
-        """The keys of run slots 0 .. num_run - 1 after the committed entries, as tensors (`DraftKeys`)."""
-        num_reqs, dev, committed = len(batch.states), self.device, batch.committed
-        span = max(batch.host_committed) + num_run
-        key_pos = torch.arange(span, device=dev).expand(num_reqs, span)  # [B, S]
+        """The keys of run slots 0 .. num_run - 1 after the committed entries. Built on the host with numpy from
+        the batch's host copies, as `causal_metadata` is (a dozen torch ops on [B, S] indices cost more than
+        their arithmetic), then moved to the device."""
+        committed = np.asarray(batch.host_committed, dtype=np.int64)  # [B]
+        span = int(committed.max()) + num_run
+        key_pos = np.broadcast_to(np.arange(span), (committed.shape[0], span))  # [B, S]
         valid = key_pos < (committed + num_run)[:, None]
         run = key_pos - committed[:, None]  # [B, S] index into the run region (negative: committed)
-        run_pos = committed[:, None] + torch.arange(num_run, device=dev)  # [B, R]
+        run_pos = committed[:, None] + np.arange(num_run)  # [B, R]
+        table, size = batch.host_block_table, self.block_size
+        rows = np.arange(table.shape[0])[:, None]
+
+        def device(x: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
+
         return DraftKeys(
-            key_slots=slots_of(batch.block_table, key_pos, self.block_size).masked_fill(~valid, 0),
-            committed_keys=key_pos < committed[:, None],
-            run=run.clamp(0, num_run - 1),
-            in_run=(run >= 0) & valid,
-            run_slots=slots_of(batch.block_table, run_pos, self.block_size),
-            last_position=committed - 1,
+            key_slots=device(np.where(valid, table[rows, key_pos // size] * size + key_pos % size, 0)),
+            committed_keys=device(key_pos < committed[:, None]),
+            run=device(run.clip(0, num_run - 1)),
+            in_run=device((run >= 0) & valid),
+            run_slots=device(table[rows, run_pos // size] * size + run_pos % size),
+            last_position=device(committed - 1),
         )
 
     def _run_depth(

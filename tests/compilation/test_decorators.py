@@ -136,6 +136,32 @@ def test_compile_drafting_call_names_its_kinds():
         decorators.compile_drafting_call(lambda: None, torch.nn.Linear(2, 2), "chain")
 
 
+def test_compiled_calls_keep_the_guards_on_their_arguments():
+    """compile_method drops Dynamo's guards on modules and globals, not those that tell a call's variants apart: a
+    changed Python argument, one row against several, a new dtype each get their own graph."""
+    from types import SimpleNamespace
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def run(self, x: torch.Tensor, double: bool) -> torch.Tensor:
+            return self.lin(x) * (2.0 if double else 3.0)
+
+    net = Net()
+    run = decorators.compile_method(net.run)
+    with torch.no_grad():
+        for x in (torch.randn(3, 4), torch.randn(1, 4), torch.randn(5, 4)):
+            for double in (True, False):
+                torch.testing.assert_close(run(x, double), net.run(x, double))
+    entry = lambda is_global, module: SimpleNamespace(  # noqa: E731
+        is_global=is_global, orig_guard=SimpleNamespace(source=SimpleNamespace(
+            is_unspecialized_nn_module=lambda: module)))
+    assert decorators.skip_module_and_global_guards([entry(False, False), entry(True, False),
+                                                     entry(False, True)]) == [True, False, False]
+
+
 def test_one_row_options_rewrite_a_product_as_wide_as_the_lm_head():
     """Under one_row_options a one-row product by a 4096 x 128 weight (the zoo draft's lm_head, wider than
     Inductor's own limit of 2048) compiles into Inductor's loop, and computes the product."""

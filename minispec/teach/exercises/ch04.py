@@ -42,7 +42,7 @@ def _kept() -> list[int]:
     parents = torch.tensor([[p for _, p, _ in EXPANSION]])
     scores = torch.tensor([[s for _, _, s in EXPANSION]])
     _, keep = TreeDrafting._keep_best(cfg, tokens, parents, scores, [[0]])
-    return keep[0].tolist()
+    return list(keep[0])
 
 
 def _to_target() -> list[int]:

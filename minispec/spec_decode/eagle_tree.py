@@ -14,7 +14,9 @@ Static: the node with rank path p takes its parent's top-(p[-1] + 1) draft token
 children run through the draft, one depth per forward.
 
 Every depth is one batched forward over all requests (`EagleProposer._run_depth`); node tokens, parents,
-scores and ancestor masks live in [B, nodes] tensors, so no Python runs per node.
+scores and ancestor masks live in [B, nodes] tensors, so no Python runs per node while the tree grows. The
+pruning (`_keep_best`) then runs on the host over lists, one sort per request: right after the head's forwards a
+dozen small array operations cost more than that (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -77,9 +77,10 @@ def build_attention_mask(
     return mask[:, None]  # [B, 1, Q, S]
 
 
-def slots_of(block_table: torch.Tensor, positions: torch.Tensor, block_size: int) -> torch.Tensor:
-    """Cache slots of token positions: `block_table` [B, max_blocks], `positions` [B, ...] -> same shape."""
-    rows = torch.arange(block_table.shape[0], device=block_table.device).view(-1, *[1] * (positions.dim() - 1))
+def slots_of(block_table: np.ndarray, positions: np.ndarray, block_size: int) -> np.ndarray:
+    """Cache slots of token positions, on the host: `block_table` [B, max_blocks], `positions` [B, ...] -> same
+    shape."""
+    rows = np.arange(block_table.shape[0]).reshape(-1, *[1] * (positions.ndim - 1))
     return block_table[rows, positions // block_size] * block_size + positions % block_size
 
 

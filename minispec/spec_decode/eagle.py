@@ -49,6 +49,7 @@ from minispec.attention.paged_attention import (
     AttentionMetadata,
     causal_metadata,
     padded_block_table,
+    slots_of,
 )
 from minispec.config import DRAFT_SAMPLE_METHODS
 from minispec.core.kv_cache_manager import KVCacheManager
@@ -95,13 +96,12 @@ class FirstPass:
 
 @dataclass
 class DraftBatch:
-    """The requests drafting this step, as tensors: what every per-depth forward needs."""
+    """The requests drafting this step: what every per-depth forward needs. The block table and counts stay on
+    the host, where each depth's keys are built (`_draft_keys`)."""
 
     states: list[EagleState]
-    host_block_table: np.ndarray  # [B, max_blocks] int64, the draft cache's blocks
-    block_table: torch.Tensor  # the same on the device
-    committed: torch.Tensor  # [B] committed entries after the first pass (= n - 1)
-    host_committed: list[int]  # the same on the host
+    block_table: np.ndarray  # [B, max_blocks] int64, the draft cache's blocks
+    committed: list[int]  # [B] committed entries after the first pass (= n - 1)
     first: FirstPass  # run by `_run_first_pass`, or inside the one graph of a compiled head
 
 
@@ -315,9 +315,7 @@ class EagleProposer(TreeDrafting):
         for s, h in zip(states, histories):
             s.num_computed_tokens = len(h) - 1
             s.features = []
-        return DraftBatch(states, block_table, torch.from_numpy(block_table).to(dev),
-                          torch.tensor(committed, device=dev), committed,
-                          FirstPass(input_ids, meta.slot_positions, features, meta, last))
+        return DraftBatch(states, block_table, committed, FirstPass(input_ids, meta.slot_positions, features, meta, last))
 
     def _run_first_pass(self, first: FirstPass, forward=None) -> tuple[torch.Tensor, torch.Tensor]:
         """The first pass's outputs at each request's last entry (for logits, to feed back), each [B, H];
@@ -331,24 +329,22 @@ class EagleProposer(TreeDrafting):
         """The keys of run slots 0 .. num_run - 1 after the committed entries. Built on the host with numpy from
         the batch's host copies, as `causal_metadata` is (a dozen torch ops on [B, S] indices cost more than
         their arithmetic), then moved to the device."""
-        committed = np.asarray(batch.host_committed, dtype=np.int64)  # [B]
+        committed = np.asarray(batch.committed, dtype=np.int64)  # [B]
         span = int(committed.max()) + num_run
         key_pos = np.broadcast_to(np.arange(span), (committed.shape[0], span))  # [B, S]
         valid = key_pos < (committed + num_run)[:, None]
         run = key_pos - committed[:, None]  # [B, S] index into the run region (negative: committed)
         run_pos = committed[:, None] + np.arange(num_run)  # [B, R]
-        table, size = batch.host_block_table, self.block_size
-        rows = np.arange(table.shape[0])[:, None]
 
         def device(x: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
 
         return DraftKeys(
-            key_slots=device(np.where(valid, table[rows, key_pos // size] * size + key_pos % size, 0)),
+            key_slots=device(np.where(valid, slots_of(batch.block_table, key_pos, self.block_size), 0)),
             committed_keys=device(key_pos < committed[:, None]),
             run=device(run.clip(0, num_run - 1)),
             in_run=device((run >= 0) & valid),
-            run_slots=device(table[rows, run_pos // size] * size + run_pos % size),
+            run_slots=device(slots_of(batch.block_table, run_pos, self.block_size)),
             last_position=device(committed - 1),
         )
 
@@ -400,10 +396,10 @@ class EagleProposer(TreeDrafting):
         scores = torch.zeros(num_reqs, self.k, device=dev)  # [B, k] cumulative draft log-probability
         probs: list[torch.Tensor] = []  # per depth [B, draft vocab], when random rows sample their drafts
         out, feed = self._run_first_pass(batch.first)  # [B, H] each
-        committed = batch.host_committed
+        committed = batch.committed
         longest = max(committed)
         steps = None if self.k == 1 else DecodeSteps.build(
-            batch.host_block_table, committed, [self.k] * num_reqs, self.block_size, dev
+            batch.block_table, committed, [self.k] * num_reqs, self.block_size, dev
         )
         for step in range(self.k):
             logits = self.draft.compute_logits(out).float()  # [B, draft vocab]

@@ -160,12 +160,12 @@ def _host(x: torch.Tensor | np.ndarray) -> np.ndarray:
 
 
 def _mask_of_parents(parents: list[int]) -> np.ndarray:
-    """[N + 1, N + 1] bool ancestor mask of one tree whose parents come before their children: each node's row
-    is its parent's row plus itself, kept as the bits of a Python int, so the whole mask costs one integer
-    operation per node and one unpacking (a few microseconds for the trees verified every step)."""
-    rows = [1]  # the root sees itself
-    for i, p in enumerate(parents[1:], start=1):
-        rows.append(rows[p] | (1 << i))
+    """[N + 1, N + 1] bool ancestor mask of one tree whose parents come before their children (-1: a root): each
+    node's row is its parent's row plus itself, kept as the bits of a Python int, so the whole mask costs one
+    integer operation per node and one unpacking (a few microseconds for the trees verified every step)."""
+    rows: list[int] = []
+    for i, p in enumerate(parents):
+        rows.append((rows[p] if p >= 0 else 0) | (1 << i))
     n, width = len(parents), (len(parents) + 7) // 8
     packed = np.frombuffer(b"".join(r.to_bytes(width, "little") for r in rows), dtype=np.uint8)  # [n * width]
     return np.unpackbits(packed.reshape(n, width), axis=1, bitorder="little")[:, :n].astype(bool)
@@ -173,19 +173,12 @@ def _mask_of_parents(parents: list[int]) -> np.ndarray:
 
 def ancestor_mask(parents: torch.Tensor) -> torch.Tensor:
     """[..., N + 1, N + 1] bool from parents [..., N + 1] (-1 at the root): True at each node's ancestors and
-    itself. One array step per tree level, whatever the number of nodes. Built with numpy on the host, as
-    vLLM builds attention metadata, since a few microseconds per torch op would be most of its cost; the mask
-    comes back on the parents' device."""
+    itself. Each tree's mask is `_mask_of_parents`, built on the host as vLLM builds attention metadata; the
+    masks come back on the parents' device."""
     p = _host(parents)  # [..., N + 1]
     n = p.shape[-1]
-    nodes = np.arange(n)
-    mask = np.broadcast_to(np.eye(n, dtype=bool), (*p.shape, n)).copy()
-    current = p
-    while (current >= 0).any():
-        alive = current >= 0  # [..., N + 1]
-        mask |= (current[..., None] == nodes) & alive[..., None]  # one-hot of each live ancestor
-        current = np.where(alive, np.take_along_axis(p, current.clip(min=0), axis=-1), current)
-    return torch.from_numpy(mask).to(parents.device)
+    masks = [_mask_of_parents(row) for row in p.reshape(-1, n).tolist()]
+    return torch.from_numpy(np.stack(masks).reshape(*p.shape, n)).to(parents.device)
 
 
 def greedy_tree_walk(

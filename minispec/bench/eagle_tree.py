@@ -2,7 +2,7 @@
 
 Run: `python -m minispec.bench.eagle_tree [--method eagle|eagle3] [--dtypes float32 auto] [--depths 2 3 4 5 6]
 [--top-ks 2 3 4] [--total-tokens 8 12 16] [--shapes TOTAL,DEPTH,TOP_K ...] [--num-prompts 8] [--max-tokens 64]
-[--repeats 1] [--threads 1]`.
+[--repeats 1] [--compiled] [--draft-vocab-sizes N ...] [--threads 1]`.
 
 A deeper or wider tree accepts more tokens per step (E), but every depth is one more forward of the EAGLE head
 (on the zoo, a decoder layer of the target's width and the 4096-row lm_head: about a third of the target's
@@ -11,6 +11,10 @@ and the heads, so it is measured, not assumed: each shape runs as a row of `benc
 prompts, plain decoding beside it in the same process, E, c per depth, v, the prediction E_all / (sum c + v)
 and the speedup), and the table is printed best first. EAGLE's paper uses 60 nodes, depth 5 to 7 and top_k 10
 for 7B-70B targets on a GPU, where verifying 60 tokens costs about what one does.
+
+`--draft-vocab-sizes` (method eagle) measures each shape again with FR-Spec's draft vocabulary of each size
+(speculative_config `draft_vocab_size`; `minispec/spec_decode/draft_vocab.py`): the head's lm_head product
+shrinks with it, and so may E.
 
 vLLM counterpart: none; v0.32.0 has no token trees (`minispec/spec_decode/eagle_tree.py` says where EAGLE-2's
 construction comes from).
@@ -44,6 +48,17 @@ def shape_config(method: str, total_tokens: int, depth: int, top_k: int, compile
     return config
 
 
+def with_draft_vocabs(configs: dict[str, dict], sizes: Sequence[int] | None) -> dict[str, dict]:
+    """Each shape as given, then again with each FR-Spec draft vocabulary size."""
+    if not sizes:
+        return configs
+    out = dict(configs)
+    for name, config in configs.items():
+        for size in sizes:
+            out[f"{name} vocab={size}"] = {**config, "draft_vocab_size": size}
+    return out
+
+
 def shapes(method: str, depths: Sequence[int], top_ks: Sequence[int], totals: Sequence[int],
            compiled: bool = False) -> dict[str, dict]:
     """speculative_config per valid shape (a tree of total_tokens - 1 drafts must fit in what the depths
@@ -67,10 +82,11 @@ def print_ranked(rows: list[dict]) -> None:
     default = shape_name(EAGLE2["total_tokens"], EAGLE2["depth"], EAGLE2["top_k"])
     print(f"\n{r0['dtype']}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, "
           f"t(1) = {r0['t1_ms']:.2f} ms")
-    print("shape                          E  E_all      c  sum c      v   pred (run)  speedup  efficiency")
+    width = max(27, *(len(r["method"]) for r in rows))
+    print(f"{'shape':<{width}}    E  E_all      c  sum c      v   pred (run)  speedup  efficiency")
     for r in sorted(rows, key=lambda r: -r["speedup"]):
         mark = "  <- bench.spec_decode's" if r["method"] == default else ""
-        print(f"{r['method']:<27} {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  {r['c']:5.3f}  "
+        print(f"{r['method']:<{width}} {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  {r['c']:5.3f}  "
               f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {r['predicted']:10.2f}x  {r['speedup']:6.2f}x  "
               f"{r['efficiency']:10.2f}{mark}")
 
@@ -91,6 +107,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--repeats", type=int, default=1, help="timed runs per shape (the best is kept)")
     ap.add_argument("--compiled", action="store_true",
                     help="every shape with enforce_eager=False: the head's tree in one graph, plain decoding compiled")
+    ap.add_argument("--draft-vocab-sizes", type=int, nargs="+", default=None, metavar="N",
+                    help="also run each shape with FR-Spec's draft vocabulary of N tokens (method eagle)")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
     if ap.parse_known_args(argv)[0].quick:
         ap.set_defaults(**QUICK)
@@ -108,6 +126,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if not configs:
         raise ValueError(f"no valid shape among depths={args.depths}, top_ks={args.top_ks}, "
                          f"total_tokens={args.total_tokens}: total_tokens - 1 must be <= top_k + depth * top_k^2")
+    configs = with_draft_vocabs(configs, args.draft_vocab_sizes)
     print(f"CPU: {cpu_description()}")
     rows = []
     with torch_threads(args.threads):

@@ -73,6 +73,10 @@ METHODS: dict[str, dict] = {
     # the head compiled: the first pass and the whole tree in one graph per drafting call (c 0.48 -> 0.31 in
     # float32 on an AMD EPYC, docs/benchmarks.md)
     "EAGLE-2 tree compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "enforce_eager": False},
+    # FR-Spec: the head scores only the 1024 most frequent tokens (a quarter of the vocabulary; 86% of held-out
+    # tokens), so each depth skips three quarters of the lm_head product (minispec/spec_decode/draft_vocab.py)
+    "EAGLE-2 FR-1024 compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "draft_vocab_size": 1024,
+                                 "enforce_eager": False},
     "eagle3 chain k=4": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 4},
     "eagle3 tree (16)": {"method": "eagle3", "model": "zoo:eagle3", **EAGLE2},
 }
@@ -301,19 +305,20 @@ def print_table(rows: list[dict], phases: bool = False) -> None:
         mode += f", {r0['num_prompts']} requests refilling"
     print(f"\n{r0['dtype']}{mode}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
           f"{r0['t1_ms']:.2f} ms (a plain step's forward, logits and sampling), plain step {r0['plain_step_ms']:.2f} ms")
-    print("method                n      E  E_all      c  sum c      v  E_all/(sum c+v)  pred (run)  speedup"
+    width = max(20, *(len(r["method"]) for r in rows))
+    print(f"{'method':<{width}}  n      E  E_all      c  sum c      v  E_all/(sum c+v)  pred (run)  speedup"
           "  efficiency  agree")
     for r in rows:
         decode_prediction = r.get("decode_prediction", r["predicted"])
-        print(f"{r['method']:<20} {r['n']:>2}  {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  "
+        print(f"{r['method']:<{width}} {r['n']:>2}  {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  "
               f"{r['c']:5.3f}  "
               f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {decode_prediction:14.2f}x  {r['predicted']:9.2f}x  "
               f"{r['speedup']:6.2f}x  {r['efficiency']:10.2f}  {r['agreement']:5.3f}")
     if phases:
         names = ["schedule", "prepare_inputs", "forward", "sample", "verify", "propose", "update"]
-        print("ms per decode step  " + "".join(f"{n:>15}" for n in names))
+        print(f"{'ms per decode step':<{width}}" + "".join(f"{n:>15}" for n in names))
         for label, p in [("plain", r0["plain_phases_ms"])] + [(r["method"], r["phases_ms"]) for r in rows]:
-            print(f"{label:<19}" + "".join(f"{p.get(n, 0.0):15.3f}" for n in names))
+            print(f"{label:<{width}}" + "".join(f"{p.get(n, 0.0):15.3f}" for n in names))
 
 
 def parse_json_option(flag: str, text: str | None) -> dict | None:

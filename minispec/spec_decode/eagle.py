@@ -56,6 +56,7 @@ from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.sample.metadata import SamplingMetadata
 from minispec.spec_decode.draft_model import DecodeSteps, sample_draft_token_ids
+from minispec.spec_decode.draft_vocab import draft_vocab_of
 from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
 from minispec.spec_decode.tree import SpecTree, check_tree_ranks
 
@@ -181,6 +182,8 @@ class EagleProposer(TreeDrafting):
             draft = model_cls.from_pretrained(path, target, dtype, device)
         except ValueError as e:
             raise ValueError(f"speculative_config model={spec.model!r}: {e}") from e
+        if spec.draft_vocab_size is not None:  # FR-Spec: the head scores only the most frequent tokens
+            draft.set_draft_vocab(draft_vocab_of(path, draft.config.vocab_size, spec.draft_vocab_size))
         check_tree_ranks(spec, getattr(draft, "draft_vocab_size", draft.config.vocab_size))
         num_blocks, block_size = target_runner.num_blocks, target_runner.block_size
         caches = allocate_kv_caches(1, draft.config.num_key_value_heads, draft.config.head_dim, num_blocks,
@@ -418,8 +421,7 @@ class EagleProposer(TreeDrafting):
         for b, (state, history) in enumerate(zip(batch.states, histories)):
             if probs and not is_greedy[b]:
                 stacked = torch.stack([p[b] for p in probs])  # [k, draft vocab]
-                if hasattr(self.draft, "target_probs"):
-                    stacked = self.draft.target_probs(stacked)
+                stacked = self.draft.target_probs(stacked)
                 self.draft_probs[state.request_id] = stacked  # [k, V]
             trees.append(DraftTree(history[-1], tokens_l[b], list(range(-1, self.k)), scores_l[b]))
         return trees

@@ -38,6 +38,8 @@ CONFIGS: dict[str, dict] = {
     "eagle chain": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
     "eagle static tree": {"method": "eagle", "model": "zoo:eagle", "speculative_token_tree": EAGLE_STATIC_TREE},
     "eagle2": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 16, "depth": 6, "top_k": 2},
+    "eagle2 fr-spec": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 16, "depth": 6, "top_k": 2,
+                       "draft_vocab_size": 1024},
     "eagle3 chain": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 4},
     "eagle3": {"method": "eagle3", "model": "zoo:eagle3", "total_tokens": 16, "depth": 6, "top_k": 2},
 }

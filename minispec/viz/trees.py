@@ -1,5 +1,6 @@
 """Figures of token trees (chapters 3 and 4): the tree, its attention mask and buffers, KV compaction, EAGLE-2's
-expansion, and the measurements that go with them (head accuracy, calibration, per-depth acceptance).
+expansion, and the measurements that go with them (head accuracy, calibration, per-depth acceptance, FR-Spec's
+draft vocabulary).
 
 vLLM has no counterpart (v0.32.0 has no tree speculation). Everything is matplotlib (no graphviz): a tree is
 laid out in layers, depth left to right, leaves one row each and every parent centred on its children. A tree
@@ -314,6 +315,30 @@ def plot_head_accuracy(per_rank, title: str = "Medusa heads on held-out text") -
     ax_c.grid(alpha=0.3)
     ax_c.legend(fontsize=8)
     ax_c.set_title("top-k accuracy: the right token is often a runner-up", fontsize=10)
+    return fig
+
+
+def plot_draft_vocab(sizes: Sequence[int], coverage: Sequence[float], lm_head_share: Sequence[float],
+                     num_tokens: int) -> Figure:
+    """FR-Spec's trade: for each draft vocabulary size, the share of `num_tokens` held-out tokens it covers
+    (what the head can still propose) and the lm_head's share of the weights a head forward reads (what the
+    head still pays for scoring)."""
+    if not (len(sizes) == len(coverage) == len(lm_head_share)) or not len(sizes):
+        raise ValueError(f"sizes, coverage and lm_head_share must have one entry each per size; got lengths "
+                         f"{len(sizes)}, {len(coverage)}, {len(lm_head_share)}")
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(sizes, coverage, "o-", color=ACCEPTED, label=f"held-out tokens in the vocabulary (of {num_tokens})")
+    ax.plot(sizes, lm_head_share, "s--", color=FRONTIER, label="lm_head's share of a head forward's weights")
+    for x, c in zip(sizes, coverage):
+        ax.annotate(f"{c:.0%}", (x, c), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(sizes), [str(n) for n in sizes])
+    ax.set_xlabel("draft vocabulary size (the most frequent tokens of the training split)")
+    ax.set_ylim(0, 1.08)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("FR-Spec: a quarter of the vocabulary covers most tokens", fontsize=10)
     return fig
 
 

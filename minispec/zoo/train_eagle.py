@@ -41,6 +41,7 @@ from minispec.attention.paged_attention import AttentionMetadata
 from minispec.model_executor.models.llama import LlamaArchConfig
 from minispec.model_executor.models.llama_eagle import EagleLlamaForCausalLM
 from minispec.model_executor.models.llama_eagle3 import Eagle3LlamaForCausalLM
+from minispec.spec_decode.draft_vocab import frequency_ranked
 from minispec.zoo import MODELS_DIR, corpus
 from minispec.zoo.evaluate import eval_windows, load_model
 from minispec.zoo.train import lr_at, sample_batch
@@ -211,8 +212,7 @@ class _Prompt:
 
 
 def frequent_tokens(stream: np.ndarray, vocab_size: int, n: int) -> torch.Tensor:
-    counts = np.bincount(stream.astype(np.int64), minlength=vocab_size)
-    return torch.from_numpy(np.argsort(-counts, kind="stable")[:n].copy())
+    return frequency_ranked(np.bincount(stream.astype(np.int64), minlength=vocab_size), n)
 
 
 def ttt_at(progress: float, ttt_steps: int, ramp: float) -> int:

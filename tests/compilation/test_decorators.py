@@ -9,8 +9,9 @@ import torch
 from minispec import LLM, SamplingParams
 from minispec.compilation import decorators
 from minispec.model_executor.layers.utils import packable_dtypes
+from minispec.spec_decode.draft_vocab import write_token_counts
 from tests.eagle_models import make_eagle, make_eagle3
-from tests.hf_models import make_model_dir
+from tests.hf_models import VOCAB, make_model_dir
 
 PROMPTS = [[1, 5, 6, 7, 5, 6, 7, 5, 6], [1, 9, 10, 11, 12, 13, 9, 10], [1, 30], [1, 40, 41, 42, 40, 41, 42, 3]]
 MAX_TOKENS = [20, 12, 16, 9]
@@ -24,6 +25,7 @@ def models(tmp_path_factory):
     target = make_model_dir(root / "target", "llama", seed=3, std=0.1)
     draft = make_model_dir(root / "draft", "llama", seed=4, std=0.1)
     eagle = make_eagle(get_model(target)).save_pretrained(root / "eagle", dtype=torch.float32)
+    write_token_counts(eagle, torch.arange(VOCAB).flip(0).numpy(), "a test")  # FR-Spec: the lowest ids first
     eagle3 = make_eagle3(get_model(target)).save_pretrained(root / "eagle3", dtype=torch.float32)
     return str(target), str(draft), str(eagle), str(eagle3)
 
@@ -175,8 +177,9 @@ def test_one_row_options_rewrite_a_product_as_wide_as_the_lm_head():
     assert counters["inductor"]["decompose_mm"] > before
 
 
-@pytest.mark.parametrize("shape", [{"total_tokens": 8, "depth": 3, "top_k": 2}, {"num_speculative_tokens": 3}],
-                         ids=["EAGLE-2 tree", "greedy chain"])
+@pytest.mark.parametrize("shape", [{"total_tokens": 8, "depth": 3, "top_k": 2}, {"num_speculative_tokens": 3},
+                                   {"total_tokens": 8, "depth": 3, "top_k": 2, "draft_vocab_size": 48}],
+                         ids=["EAGLE-2 tree", "greedy chain", "EAGLE-2 tree, FR-Spec"])
 def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
     """A compiled EAGLE head grows an EAGLE-2 tree (every depth, its logits and top_k, the tree's bookkeeping), or
     a greedy chain as a tree of top_k 1, in one compiled function, and drafts what the eager head drafts: the

@@ -46,3 +46,34 @@ def test_unknown_or_missing_tensors_raise(tmp_path):
     save_file(weights, str(folder / "model.safetensors"))
     with pytest.raises(ValueError, match="missing"):
         EagleLlamaForCausalLM.from_pretrained(folder, target)
+
+
+def test_draft_vocab_scores_a_subset_of_the_target_lm_head(tmp_path):
+    _, target = make_target(tmp_path / "target")
+    draft = make_eagle(target)
+    keys = set(draft.state_dict())
+    vocab = target.config.vocab_size
+    ids = torch.tensor([40, 3, 17, vocab - 1, 8])  # any order: kept ascending
+    draft.set_draft_vocab(ids)
+    assert draft.draft_vocab_size == 5 and set(draft.state_dict()) == keys  # nothing new is saved
+    hidden = torch.randn(4, target.config.hidden_size)
+    logits = draft.compute_logits(hidden)  # [4, 5]
+    ascending = ids.sort().values
+    torch.testing.assert_close(logits, target.lm_head(hidden)[:, ascending])
+    assert draft.draft_to_target(torch.arange(5)).tolist() == ascending.tolist()
+    probs = torch.softmax(logits, dim=-1)
+    full = draft.target_probs(probs)  # [4, vocab]
+    assert full.shape == (4, vocab) and torch.equal(full[:, ascending], probs)
+    assert full.sum().item() == pytest.approx(4.0) and full[:, 0].abs().sum() == 0
+    draft.attach_target(target)  # attaching again keeps the vocabulary
+    assert draft.draft_vocab_size == 5 and torch.equal(draft.compute_logits(hidden), logits)
+
+
+@pytest.mark.parametrize("ids, match", [([], "0 ids"), ([1, 1, 2], "distinct"), ([-1, 2], "distinct"),
+                                        ([5, 10_000], "distinct")])
+def test_bad_draft_vocab(tmp_path, ids, match):
+    _, target = make_target(tmp_path / "target")
+    with pytest.raises(ValueError, match=match):
+        make_eagle(target).set_draft_vocab(torch.tensor(ids, dtype=torch.long))
+    with pytest.raises(ValueError, match="needs the target attached"):
+        EagleLlamaForCausalLM(target.config).set_draft_vocab(torch.tensor([1, 2]))

@@ -10,6 +10,7 @@ import torch
 
 from minispec.model_executor.model_loader import get_model
 from minispec.model_executor.models.medusa import Medusa, MedusaConfig
+from minispec.spec_decode.draft_vocab import write_token_counts
 from tests.eagle_models import make_eagle, make_eagle3, randomize
 from tests.hf_models import VOCAB, make_model_dir
 
@@ -25,6 +26,8 @@ def write_models(root: Path) -> dict[str, str]:
     randomize(heads, seed=5)
     heads.save_pretrained(root / "medusa")
     eagle = make_eagle(target).save_pretrained(root / "eagle", dtype=torch.float32)
+    counts = torch.randint(0, 1000, (VOCAB,), generator=torch.Generator().manual_seed(6)).numpy()
+    write_token_counts(eagle, counts, "random, for tests")  # what draft_vocab_size ranks
     eagle3 = make_eagle3(target).save_pretrained(root / "eagle3", dtype=torch.float32)
     return {"target": str(target_dir), "draft": str(draft_dir), "medusa": str(root / "medusa"),
             "eagle": str(eagle), "eagle3": str(eagle3)}
@@ -40,6 +43,8 @@ def spec_configs(m: dict[str, str]) -> dict[str, dict | None]:
         "medusa_tree": {"method": "medusa", "model": m["medusa"], "speculative_token_tree": TREE},
         "eagle_chain": {"method": "eagle", "model": m["eagle"], "num_speculative_tokens": 3},
         "eagle2_dynamic_tree": {"method": "eagle", "model": m["eagle"], "total_tokens": 6, "depth": 2, "top_k": 2},
+        "eagle2_fr_spec": {"method": "eagle", "model": m["eagle"], "total_tokens": 6, "depth": 2, "top_k": 2,
+                           "draft_vocab_size": 48},
         "eagle3": {"method": "eagle3", "model": m["eagle3"], "num_speculative_tokens": 3},
     }
 

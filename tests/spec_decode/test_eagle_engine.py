@@ -2,10 +2,13 @@
 EAGLE-3 in chain, static-tree and dynamic-tree mode at batch 1 and 4; a head built to be right gets its
 drafts accepted; blocks come back; tree sampling keeps the target's distribution."""
 
+import numpy as np
 import pytest
 import torch
 
+import minispec.zoo
 from minispec import LLM, SamplingParams
+from minispec.spec_decode.draft_vocab import draft_vocab_of, write_token_counts
 from tests.eagle_models import bigram_target, make_eagle, make_eagle3, shortcut_eagle
 from tests.hf_models import load_hf, make_model_dir
 from tests.stats import chi_square_test
@@ -79,10 +82,11 @@ def test_a_head_that_is_right_gets_accepted(tmp_path):
             assert trees and all(t.parents[n] in [0] + t.accepted for t in trees for n in t.accepted)
 
 
-@pytest.mark.parametrize("mode", ["chain", "dynamic"])
+@pytest.mark.parametrize("mode", ["chain", "dynamic", "chain_fr_spec"])
 def test_sampled_first_two_tokens_follow_the_target(tmp_path, mode):
     """Temperature 1: the first two generated tokens follow the target's joint distribution (chi-square,
-    fixed seed, p > 1e-3); the chain passes draft probabilities, the tree verifies siblings in turn."""
+    fixed seed, p > 1e-3); the chain passes draft probabilities, the tree verifies siblings in turn. With a
+    draft vocabulary of 5 of the 8 tokens the draft probabilities are zero on the other 3, and still lossless."""
     vocab = 8
     target = str(bigram_target(tmp_path / "t", seed=6, vocab=vocab))
     head = shortcut_eagle(target, tmp_path / "e", noise=0.8)
@@ -95,6 +99,9 @@ def test_sampled_first_two_tokens_follow_the_target(tmp_path, mode):
     spec = {"method": "eagle", "model": head, "num_speculative_tokens": 2, "draft_sample_method": "probabilistic"}
     if mode == "dynamic":
         spec = {"method": "eagle", "model": head, "total_tokens": 5, "depth": 1, "top_k": 2}
+    if mode == "chain_fr_spec":
+        write_token_counts(head, np.array([9, 1, 9, 9, 9, 0, 9, 9]), "a test")  # tokens 1 and 5 and ...
+        spec["draft_vocab_size"] = 5  # ... one of the 9s (ties go to the lower id: 0, 2, 3, 4, 6) are left out
     llm = LLM(model=target, device="cpu", seed=7, max_num_seqs=256, speculative_config=spec, dtype="float32")
     n = 1000 if mode == "chain" else 600
     outs = generate(llm, [prompt] * n, SamplingParams(temperature=1.0, max_tokens=4, ignore_eos=True))
@@ -141,3 +148,19 @@ def test_zoo_heads_greedy_equality(zoo_workload, spec):
     llm = LLM(model="zoo:target", device="cpu", speculative_config=spec, dtype="float32")
     assert generate(llm, prompts, params) == plain
     assert llm.get_spec_decoding_stats().mean_acceptance_length > 1.5
+
+
+def test_zoo_fr_spec_drafts_only_its_vocabulary(zoo_workload):
+    """FR-Spec on the zoo head: every drafted token is one of the 1024 most frequent, the output is exact, and
+    the drafts still get accepted."""
+    prompts, params, plain = zoo_workload
+    spec = {"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 4, "top_k": 2,
+            "draft_vocab_size": 1024}
+    llm = LLM(model="zoo:target", device="cpu", speculative_config=spec, dtype="float32")
+    drafter = llm.llm_engine.model_runner.drafter
+    drafter.tree_log = []
+    assert generate(llm, prompts, params) == plain
+    assert llm.get_spec_decoding_stats().mean_acceptance_length > 1.5
+    vocab = set(draft_vocab_of(minispec.zoo.path("eagle"), 4096, 1024).tolist())
+    drafted = {t for _, tree in drafter.tree_log for t in tree.tokens}
+    assert drafted and drafted <= vocab

@@ -23,6 +23,8 @@ METHODS = {
                        "acceptance_method": "typical_acceptance_sampler"},
     "eagle_chain": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 3},
     "eagle2_dynamic_tree": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 4, "top_k": 2},
+    "eagle2_fr_spec": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 4, "top_k": 2,
+                       "draft_vocab_size": 1024},
     "eagle3": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 3},
 }
 MAX_TOKENS = 40

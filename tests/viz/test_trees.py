@@ -87,6 +87,9 @@ def test_measurement_figures() -> None:
     with pytest.raises(ValueError, match="empty"):
         vt.plot_calibration([Bucket(0, 1, 0, 0, 0.0)])
     _render(vt.plot_per_depth({"chain": ([30, 10], 40), "tree": ([35, 20, 5], 40)}))
+    assert "85%" in _render(vt.plot_draft_vocab([256, 1024, 4096], [0.6, 0.85, 1.0], [0.1, 0.3, 0.6], 100))
+    with pytest.raises(ValueError, match="one entry each"):
+        vt.plot_draft_vocab([256, 1024], [0.6], [0.1, 0.3], 100)
     _render(vt.plot_grid_heatmaps({"a": np.ones((2, 3)), "b": np.full((2, 3), np.nan)}, [1, 2], [1, 2, 3], "d", "k"))
     with pytest.raises(ValueError, match="shape"):
         vt.plot_grid_heatmaps({"a": np.ones((3, 3))}, [1, 2], [1, 2, 3], "d", "k")

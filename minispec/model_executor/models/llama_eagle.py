@@ -14,6 +14,11 @@ reads x_{p+2}:
 
 To draft further, g_p stands in for the unknown target feature f_{p+1}.
 
+With `set_draft_vocab` (speculative_config `draft_vocab_size`, FR-Spec; minispec's own, see
+`minispec/spec_decode/draft_vocab.py`) the logits cover only a subset of the target's vocabulary: the rows of
+the target's lm_head for those tokens, copied once, and draft id d means target id d + d2t[d], EAGLE-3's
+convention. Neither is saved with the head: a checkpoint stays vLLM's EAGLE-1 format.
+
 Checkpoint format (as published by the EAGLE authors): config.json is a LlamaConfig with one layer;
 model.safetensors holds `fc.weight`, `fc.bias`, `layers.0.self_attn.{q,k,v,o}_proj.weight`,
 `layers.0.mlp.{gate,up,down}_proj.weight`, `layers.0.post_attention_layernorm.weight` and, optionally,
@@ -34,6 +39,13 @@ from minispec.model_executor.models.llama import LlamaArchConfig, LlamaDecoderLa
 
 STACKED = (("qkv_proj", "q_proj", "q"), ("qkv_proj", "k_proj", "k"), ("qkv_proj", "v_proj", "v"),
            ("gate_up_proj", "gate_proj", 0), ("gate_up_proj", "up_proj", 1))
+
+
+def probs_on_target_vocab(draft_probs: torch.Tensor, target_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """[N, draft_vocab] -> [N, vocab_size]: each draft id's probability at its target id, zero elsewhere."""
+    out = draft_probs.new_zeros(draft_probs.shape[0], vocab_size)
+    out[:, target_ids] = draft_probs
+    return out
 
 
 def copy_fused(param: torch.Tensor, tensor: torch.Tensor, shard, cfg: LlamaArchConfig, name: str) -> None:
@@ -107,6 +119,9 @@ class EagleLlamaForCausalLM(nn.Module):
         self.layers = nn.ModuleList([layer])
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size) if own_embeddings else None
         self._target = [target]  # a list keeps the target's weights out of this module's state_dict
+        self.draft_vocab_size = cfg.vocab_size
+        self.d2t: torch.Tensor | None = None  # [draft_vocab] target id - draft id, with a draft vocabulary
+        self.lm_head_rows: torch.Tensor | None = None  # [draft_vocab, H] the target's lm_head at those ids
 
     @property
     def num_kv_layers(self) -> int:
@@ -124,6 +139,23 @@ class EagleLlamaForCausalLM(nn.Module):
                 f"the target has hidden_size={arch.hidden_size}, vocab_size={arch.vocab_size}"
             )
         self._target = [target]
+        if self.d2t is not None:
+            self.set_draft_vocab(self.draft_to_target(torch.arange(self.draft_vocab_size, device=self.d2t.device)))
+
+    def set_draft_vocab(self, target_ids: torch.Tensor) -> None:
+        """Score only the target ids `target_ids` (distinct, any order) when drafting: FR-Spec's reduced lm_head."""
+        target = self._target[0]
+        if target is None:
+            raise ValueError("set_draft_vocab needs the target attached: its lm_head supplies the rows")
+        target_ids = torch.as_tensor(target_ids, dtype=torch.long).sort().values.to(target.lm_head.weight.device)
+        n = target_ids.numel()
+        if n == 0 or target_ids[0] < 0 or target_ids[-1] >= self.config.vocab_size or \
+                (n > 1 and bool((target_ids[1:] == target_ids[:-1]).any())):
+            raise ValueError(f"draft vocabulary of {n} ids: they must be distinct target ids in "
+                             f"[0, {self.config.vocab_size})")
+        self.draft_vocab_size = n
+        self.d2t = target_ids - torch.arange(n, device=target_ids.device)
+        self.lm_head_rows = target.lm_head.weight[target_ids].contiguous()  # [draft_vocab, H]
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         table = self.embed_tokens if self.embed_tokens is not None else self._target[0].model.embed_tokens
@@ -139,10 +171,21 @@ class EagleLlamaForCausalLM(nn.Module):
         return g, g
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        if self.lm_head_rows is not None:
+            return nn.functional.linear(hidden_states, self.lm_head_rows)  # [N, draft_vocab]
         return self._target[0].lm_head(hidden_states)  # [N, V]
 
     def draft_to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
-        return draft_ids  # the draft speaks the target's vocabulary
+        if self.d2t is None:
+            return draft_ids  # the draft speaks the target's vocabulary
+        return draft_ids + self.d2t[draft_ids]
+
+    def target_probs(self, draft_probs: torch.Tensor) -> torch.Tensor:
+        """[N, draft_vocab] -> [N, vocab]: probabilities placed at the target ids (zero elsewhere)."""
+        if self.d2t is None:
+            return draft_probs
+        ids = self.draft_to_target(torch.arange(self.draft_vocab_size, device=draft_probs.device))
+        return probs_on_target_vocab(draft_probs, ids, self.config.vocab_size)
 
     # ---- checkpoint format ---------------------------------------------------------------------------
     @classmethod

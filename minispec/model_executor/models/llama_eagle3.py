@@ -28,7 +28,12 @@ from torch import nn
 
 from minispec.attention.paged_attention import AttentionMetadata
 from minispec.model_executor.models.llama import LlamaArchConfig, LlamaDecoderLayer, LlamaForCausalLM, RMSNorm
-from minispec.model_executor.models.llama_eagle import load_into, unfuse, write_checkpoint
+from minispec.model_executor.models.llama_eagle import (
+    load_into,
+    probs_on_target_vocab,
+    unfuse,
+    write_checkpoint,
+)
 
 
 def default_aux_layers(num_layers: int) -> tuple[int, int, int]:
@@ -117,9 +122,8 @@ class Eagle3LlamaForCausalLM(nn.Module):
 
     def target_probs(self, draft_probs: torch.Tensor) -> torch.Tensor:
         """[N, draft_vocab] -> [N, vocab]: probabilities placed at the target ids (zero elsewhere)."""
-        out = draft_probs.new_zeros(draft_probs.shape[0], self.config.vocab_size)
-        out[:, self.draft_to_target(torch.arange(self.draft_vocab_size, device=draft_probs.device))] = draft_probs
-        return out
+        ids = self.draft_to_target(torch.arange(self.draft_vocab_size, device=draft_probs.device))
+        return probs_on_target_vocab(draft_probs, ids, self.config.vocab_size)
 
     # ---- checkpoint format ---------------------------------------------------------------------------
     @classmethod

@@ -7,8 +7,9 @@ and `d2t` (`vllm/model_executor/models/llama_eagle3.py`), and Medusa's `truncate
 shares the target's lm_head, and for a small head that product is a large part of each depth's work (4096 x 384
 of the zoo head's 3.4M weights). Scoring only the `draft_vocab_size` most frequent tokens makes every depth
 cheaper; the drafts lose only the tokens outside that set, which are rarely accepted anyway. Verification
-still scores every token with the target's full lm_head, so the output is unchanged: exactness does not
-depend on what the drafter proposes.
+still scores every token with the target's full lm_head, so greedy output in float32 stays equal to plain
+decoding's and sampled output follows the target's distribution: neither depends on what the drafter proposes
+(in bfloat16 a different tree verifies different rows, and the target's arithmetic moves with them).
 
 The frequencies come from `token_counts.json` in the head's folder: {"source": ..., "counts": [c_0, ...]}, one
 count per target token id (`python -m minispec.zoo.token_counts` writes the zoo's, from its training split).
@@ -41,14 +42,22 @@ def read_token_counts(folder: str | Path, vocab_size: int) -> np.ndarray:
         counts = json.loads(path.read_text())["counts"]
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise ValueError(f"{path} must be a JSON object with a 'counts' list ({e})") from e
-    if not isinstance(counts, list) or len(counts) != vocab_size or not all(
-        isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts
-    ):
-        raise ValueError(f"{path}: 'counts' must list {vocab_size} integers >= 0 (one per token id of the target)")
+    allowed = f"a list of {vocab_size} integers >= 0 (one per token id of the target)"
+    if not isinstance(counts, list) or len(counts) != vocab_size:
+        got = f"{len(counts)} entries" if isinstance(counts, list) else type(counts).__name__
+        raise ValueError(f"{path}: 'counts' must be {allowed}; got {got}")
+    bad = next((i for i, c in enumerate(counts) if not isinstance(c, int) or isinstance(c, bool) or c < 0), None)
+    if bad is not None:
+        raise ValueError(f"{path}: 'counts' must be {allowed}; entry {bad} is {counts[bad]!r}")
     return np.asarray(counts, dtype=np.int64)
 
 
 def write_token_counts(folder: str | Path, counts: np.ndarray, source: str) -> Path:
+    """Write `folder`/token_counts.json from per-token-id counts (integers >= 0); returns its path."""
+    array = np.asarray(counts)
+    if array.ndim != 1 or array.dtype.kind not in "iu" or (array < 0).any():
+        raise ValueError(f"counts must be a 1-D array of integers >= 0, one per token id; got dtype {array.dtype}, "
+                         f"shape {array.shape}")
     path = Path(folder) / TOKEN_COUNTS_FILE
     path.write_text(json.dumps({"source": source, "counts": [int(c) for c in counts]}) + "\n")
     return path

@@ -25,7 +25,8 @@ def models(tmp_path_factory):
     target = make_model_dir(root / "target", "llama", seed=3, std=0.1)
     draft = make_model_dir(root / "draft", "llama", seed=4, std=0.1)
     eagle = make_eagle(get_model(target)).save_pretrained(root / "eagle", dtype=torch.float32)
-    write_token_counts(eagle, torch.arange(VOCAB).flip(0).numpy(), "a test")  # FR-Spec: the lowest ids first
+    write_token_counts(eagle, torch.randperm(VOCAB, generator=torch.Generator().manual_seed(5)).numpy(),
+                       "a test")  # FR-Spec's ranking: a shuffled vocabulary, so d2t is not zero
     eagle3 = make_eagle3(get_model(target)).save_pretrained(root / "eagle3", dtype=torch.float32)
     return str(target), str(draft), str(eagle), str(eagle3)
 
@@ -193,8 +194,13 @@ def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
         llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
         proposer = llm.llm_engine.model_runner.drafter
         proposer.one_graph = one_graph
+        proposer.tree_log = []
         assert generate(llm, PROMPTS, greedy()) == plain
         assert bool(proposer._compiled_grow_tree) is (not eager and one_graph)
+        if "draft_vocab_size" in shape:  # FR-Spec: every draft is one of the 48 most frequent tokens
+            vocab = set(proposer.draft.draft_to_target(torch.arange(48)).tolist())
+            assert proposer.draft.d2t.any() and len(vocab) == 48
+            assert {t for _, tree in proposer.tree_log for t in tree.tokens} <= vocab
         stats = llm.get_spec_decoding_stats()
         counts[eager, one_graph] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
     assert len(set(map(str, counts.values()))) == 1 and counts[True, True][0] > 0

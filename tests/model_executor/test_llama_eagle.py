@@ -6,8 +6,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from minispec.model_executor.model_loader import get_model
 from minispec.model_executor.models.llama_eagle import EagleLlamaForCausalLM
 from tests.eagle_models import make_eagle, make_target
+from tests.hf_models import make_model_dir
 
 
 @pytest.mark.parametrize("own_embeddings", [False, True])
@@ -51,11 +53,10 @@ def test_unknown_or_missing_tensors_raise(tmp_path):
 def test_draft_vocab_scores_a_subset_of_the_target_lm_head(tmp_path):
     _, target = make_target(tmp_path / "target")
     draft = make_eagle(target)
-    keys = set(draft.state_dict())
     vocab = target.config.vocab_size
     ids = torch.tensor([40, 3, 17, vocab - 1, 8])  # any order: kept ascending
     draft.set_draft_vocab(ids)
-    assert draft.draft_vocab_size == 5 and set(draft.state_dict()) == keys  # nothing new is saved
+    assert draft.draft_vocab_size == 5
     hidden = torch.randn(4, target.config.hidden_size)
     logits = draft.compute_logits(hidden)  # [4, 5]
     ascending = ids.sort().values
@@ -65,15 +66,25 @@ def test_draft_vocab_scores_a_subset_of_the_target_lm_head(tmp_path):
     full = draft.target_probs(probs)  # [4, vocab]
     assert full.shape == (4, vocab) and torch.equal(full[:, ascending], probs)
     assert full.sum().item() == pytest.approx(4.0) and full[:, 0].abs().sum() == 0
-    draft.attach_target(target)  # attaching again keeps the vocabulary
-    assert draft.draft_vocab_size == 5 and torch.equal(draft.compute_logits(hidden), logits)
+    # nothing of the vocabulary is saved: the folder stays vLLM's EAGLE-1 layout
+    draft.save_pretrained(tmp_path / "eagle", dtype=torch.float32)
+    assert not any("lm_head" in k or "d2t" in k for k in load_file(tmp_path / "eagle" / "model.safetensors"))
+    # attached to another target, the same ids take that target's rows
+    other = get_model(make_model_dir(tmp_path / "other", "llama", seed=9))
+    draft.attach_target(other)
+    assert draft.draft_vocab_size == 5
+    torch.testing.assert_close(draft.compute_logits(hidden), other.lm_head(hidden)[:, ascending])
+    assert not torch.allclose(draft.compute_logits(hidden), logits)
 
 
-@pytest.mark.parametrize("ids, match", [([], "0 ids"), ([1, 1, 2], "distinct"), ([-1, 2], "distinct"),
-                                        ([5, 10_000], "distinct")])
-def test_bad_draft_vocab(tmp_path, ids, match):
+@pytest.mark.parametrize("ids, error, match", [
+    (torch.tensor([], dtype=torch.long), ValueError, "empty"), ([1, 1, 2], ValueError, "has 1 more than once"),
+    ([-1, 2], ValueError, "has -1; allowed"), ([5, 10_000], ValueError, "has 10000; allowed"),
+    ([1.0, 2.0], TypeError, "integer token ids"), ([[1, 2]], TypeError, "1-D"),
+])
+def test_bad_draft_vocab(tmp_path, ids, error, match):
     _, target = make_target(tmp_path / "target")
-    with pytest.raises(ValueError, match=match):
-        make_eagle(target).set_draft_vocab(torch.tensor(ids, dtype=torch.long))
+    with pytest.raises(error, match=match):
+        make_eagle(target).set_draft_vocab(torch.as_tensor(ids))
     with pytest.raises(ValueError, match="needs the target attached"):
         EagleLlamaForCausalLM(target.config).set_draft_vocab(torch.tensor([1, 2]))

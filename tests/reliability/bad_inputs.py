@@ -437,7 +437,7 @@ SPEC = [
     spec("token counts of the wrong length", lambda c: {
         "method": "eagle", "model": c.variant("eagle", "eagle_short_counts", write(
             "token_counts.json", '{"counts": [1, 2, 3]}')), "num_speculative_tokens": 2, "draft_vocab_size": 2},
-         ValueError, "'counts' must list 96", early=False),
+         ValueError, "a list of 96 integers", early=False),
     spec("draft_vocab_size beyond the vocabulary", eagle(num_speculative_tokens=2, draft_vocab_size=97), ValueError,
          "draft_vocab_size=97", early=False),
     spec("EAGLE-2 top_k beyond the FR-Spec vocabulary", eagle(total_tokens=6, depth=1, top_k=5, draft_vocab_size=4),

@@ -37,10 +37,11 @@ def test_counts_round_trip_and_the_vocabulary_is_sorted(tmp_path):
     (None, "does not exist"),
     ("not json", "JSON object"),
     ('{"freq": [1, 2]}', "JSON object"),
-    ('{"counts": [1, 2]}', "must list 3 integers"),
-    ('{"counts": [1, -2, 3]}', "must list 3 integers"),
-    ('{"counts": [1, true, 3]}', "must list 3 integers"),
-    ('{"counts": [1, 2.5, 3]}', "must list 3 integers"),
+    ('{"counts": [1, 2]}', "got 2 entries"),
+    ('{"counts": {"a": 1}}', "got dict"),
+    ('{"counts": [1, -2, 3]}', "entry 1 is -2"),
+    ('{"counts": [1, true, 3]}', "entry 1 is True"),
+    ('{"counts": [1, 2.5, 3]}', "entry 1 is 2.5"),
 ])
 def test_bad_counts_name_the_file(tmp_path, text, match):
     if text is not None:
@@ -48,6 +49,13 @@ def test_bad_counts_name_the_file(tmp_path, text, match):
     with pytest.raises(ValueError, match=match) as e:
         read_token_counts(tmp_path, 3)
     assert TOKEN_COUNTS_FILE in str(e.value)
+
+
+@pytest.mark.parametrize("counts", [np.array([1, -1]), np.array([1.0, 2.0]), np.ones((2, 2), dtype=np.int64)])
+def test_writing_bad_counts_raises(tmp_path, counts):
+    with pytest.raises(ValueError, match="integers >= 0"):
+        write_token_counts(tmp_path, counts, "a test")
+    assert not (tmp_path / TOKEN_COUNTS_FILE).exists()
 
 
 def test_more_draft_tokens_than_the_vocabulary(tmp_path):

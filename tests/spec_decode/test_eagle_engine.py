@@ -101,15 +101,25 @@ def test_sampled_first_two_tokens_follow_the_target(tmp_path, mode):
         spec = {"method": "eagle", "model": head, "total_tokens": 5, "depth": 1, "top_k": 2}
     if mode == "chain_fr_spec":
         write_token_counts(head, np.array([9, 1, 9, 9, 9, 0, 9, 9]), "a test")  # tokens 1 and 5 and ...
-        spec["draft_vocab_size"] = 5  # ... one of the 9s (ties go to the lower id: 0, 2, 3, 4, 6) are left out
+        spec["draft_vocab_size"] = 5  # ... token 7 (ties go to the lower id: 0, 2, 3, 4, 6 are kept) are left out
     llm = LLM(model=target, device="cpu", seed=7, max_num_seqs=256, speculative_config=spec, dtype="float32")
-    n = 1000 if mode == "chain" else 600
+    n = 600 if mode == "dynamic" else 1000
+    drafter = llm.llm_engine.model_runner.drafter
+    if mode == "chain_fr_spec":  # every draft and its probabilities stay inside the draft vocabulary
+        drafter.tree_log = []
+        seen_probs = []  # what the rejection sampler gets: [k, vocab] per request and step
+        scatter = drafter.draft.target_probs
+        drafter.draft.target_probs = lambda p: seen_probs.append(scatter(p)) or seen_probs[-1]
     outs = generate(llm, [prompt] * n, SamplingParams(temperature=1.0, max_tokens=4, ignore_eos=True))
     counts = [0] * (vocab * vocab)
     for a, b, *_ in outs:
         counts[a * vocab + b] += 1
     stats = llm.get_spec_decoding_stats()
     assert stats.num_draft_tokens > 0 and 0 < stats.num_accepted_tokens < stats.num_draft_tokens
+    if mode == "chain_fr_spec":
+        outside = [1, 5, 7]
+        assert not {t for _, tree in drafter.tree_log for t in tree.tokens} & set(outside)
+        assert seen_probs and all(p.shape[-1] == vocab and not p[:, outside].any() for p in seen_probs)
     _, df, p_value = chi_square_test(counts, joint)
     assert df >= 5 and p_value > 1e-3, (p_value, df)
 

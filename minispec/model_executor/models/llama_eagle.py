@@ -120,8 +120,8 @@ class EagleLlamaForCausalLM(nn.Module):
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size) if own_embeddings else None
         self._target = [target]  # a list keeps the target's weights out of this module's state_dict
         self.draft_vocab_size = cfg.vocab_size
-        self.d2t: torch.Tensor | None = None  # [draft_vocab] target id - draft id, with a draft vocabulary
-        self.lm_head_rows: torch.Tensor | None = None  # [draft_vocab, H] the target's lm_head at those ids
+        self.register_buffer("d2t", None, persistent=False)  # [draft_vocab] target id - draft id, with one
+        self.draft_lm_head: nn.Linear | None = None  # [draft_vocab, H]: the target's lm_head rows, never saved
 
     @property
     def num_kv_layers(self) -> int:
@@ -139,23 +139,36 @@ class EagleLlamaForCausalLM(nn.Module):
                 f"the target has hidden_size={arch.hidden_size}, vocab_size={arch.vocab_size}"
             )
         self._target = [target]
-        if self.d2t is not None:
-            self.set_draft_vocab(self.draft_to_target(torch.arange(self.draft_vocab_size, device=self.d2t.device)))
+        if self.d2t is not None:  # the same vocabulary, its rows taken from this target's lm_head
+            self.set_draft_vocab(self.d2t + torch.arange(self.draft_vocab_size, device=self.d2t.device))
 
     def set_draft_vocab(self, target_ids: torch.Tensor) -> None:
         """Score only the target ids `target_ids` (distinct, any order) when drafting: FR-Spec's reduced lm_head."""
         target = self._target[0]
         if target is None:
             raise ValueError("set_draft_vocab needs the target attached: its lm_head supplies the rows")
-        target_ids = torch.as_tensor(target_ids, dtype=torch.long).sort().values.to(target.lm_head.weight.device)
-        n = target_ids.numel()
-        if n == 0 or target_ids[0] < 0 or target_ids[-1] >= self.config.vocab_size or \
-                (n > 1 and bool((target_ids[1:] == target_ids[:-1]).any())):
-            raise ValueError(f"draft vocabulary of {n} ids: they must be distinct target ids in "
-                             f"[0, {self.config.vocab_size})")
+        ids = torch.as_tensor(target_ids)
+        if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool or ids.ndim != 1:
+            raise TypeError(f"target_ids must be a 1-D tensor of integer token ids; got dtype {ids.dtype}, "
+                            f"shape {tuple(ids.shape)}")
+        ids = ids.long().sort().values
+        vocab = self.config.vocab_size
+        if ids.numel() == 0:
+            raise ValueError("target_ids is empty; a draft vocabulary needs at least one token id")
+        if ids[0] < 0 or ids[-1] >= vocab:
+            bad = int(ids[0]) if ids[0] < 0 else int(ids[-1])
+            raise ValueError(f"target_ids has {bad}; allowed: token ids in [0, {vocab})")
+        repeated = ids[1:][ids[1:] == ids[:-1]]
+        if repeated.numel():
+            raise ValueError(f"target_ids has {int(repeated[0])} more than once; the ids must be distinct")
+        weight = target.lm_head.weight
+        ids = ids.to(weight.device)
+        n = ids.numel()
         self.draft_vocab_size = n
-        self.d2t = target_ids - torch.arange(n, device=target_ids.device)
-        self.lm_head_rows = target.lm_head.weight[target_ids].contiguous()  # [draft_vocab, H]
+        self.d2t = ids - torch.arange(n, device=ids.device)
+        self.draft_lm_head = nn.Linear(self.config.hidden_size, n, bias=False, device=weight.device, dtype=weight.dtype)
+        self.draft_lm_head.weight.data.copy_(weight.detach()[ids])  # [draft_vocab, H]
+        self.draft_lm_head.requires_grad_(False)
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         table = self.embed_tokens if self.embed_tokens is not None else self._target[0].model.embed_tokens
@@ -171,8 +184,8 @@ class EagleLlamaForCausalLM(nn.Module):
         return g, g
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        if self.lm_head_rows is not None:
-            return nn.functional.linear(hidden_states, self.lm_head_rows)  # [N, draft_vocab]
+        if self.draft_lm_head is not None:
+            return self.draft_lm_head(hidden_states)  # [N, draft_vocab]
         return self._target[0].lm_head(hidden_states)  # [N, V]
 
     def draft_to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
@@ -218,5 +231,6 @@ class EagleLlamaForCausalLM(nn.Module):
             "max_position_embeddings": cfg.max_position_embeddings, "bias": self.fc.bias is not None,
             "torch_dtype": str(dtype).removeprefix("torch."),
         }
-        tensors = {k: v.to(dtype) for k, v in unfuse(self.state_dict(), cfg).items()}
+        state = {k: v for k, v in self.state_dict().items() if not k.startswith("draft_lm_head.")}  # vLLM's layout
+        tensors = {k: v.to(dtype) for k, v in unfuse(state, cfg).items()}
         return write_checkpoint(folder, config, tensors)

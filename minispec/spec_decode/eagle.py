@@ -184,7 +184,7 @@ class EagleProposer(TreeDrafting):
             raise ValueError(f"speculative_config model={spec.model!r}: {e}") from e
         if spec.draft_vocab_size is not None:  # FR-Spec: the head scores only the most frequent tokens
             draft.set_draft_vocab(draft_vocab_of(path, draft.config.vocab_size, spec.draft_vocab_size))
-        check_tree_ranks(spec, getattr(draft, "draft_vocab_size", draft.config.vocab_size))
+        check_tree_ranks(spec, draft.draft_vocab_size)  # the whole vocabulary unless FR-Spec or EAGLE-3 narrow it
         num_blocks, block_size = target_runner.num_blocks, target_runner.block_size
         caches = allocate_kv_caches(1, draft.config.num_key_value_heads, draft.config.head_dim, num_blocks,
                                     block_size, dtype, device, "the EAGLE head's KV cache")

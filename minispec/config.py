@@ -204,9 +204,10 @@ class SpeculativeConfig:
     total_tokens: int | None = None  # tree size with the root: total_tokens - 1 drafts verified per step
     depth: int | None = None  # expansion steps after the first (the tree is at most depth + 1 deep)
     top_k: int | None = None  # children per expanded node, and nodes expanded per depth
-    # FR-Spec (minispec's own; method "eagle"): the EAGLE-1 head scores only the draft_vocab_size most frequent
-    # tokens of the head folder's token_counts.json (minispec/spec_decode/draft_vocab.py). vLLM v0.32.0 fixes a
-    # draft vocabulary in the checkpoint instead: an EAGLE-3 head's draft_vocab_size, Medusa's truncated_vocab_size
+    # FR-Spec (minispec's own; methods "eagle" and "medusa"): the EAGLE-1 head, or Medusa heads that share one
+    # projection, score only the draft_vocab_size most frequent tokens of the head folder's token_counts.json
+    # (minispec/spec_decode/draft_vocab.py). vLLM v0.32.0 fixes a draft vocabulary in the checkpoint instead: an
+    # EAGLE-3 head's draft_vocab_size, Medusa's truncated_vocab_size and token_map
     draft_vocab_size: int | None = None
     # vLLM's: "greedy" drafts the argmax (one-hot for the rejection sampler); "probabilistic" samples a random
     # request's drafts and hands their probabilities over. Only drafters with a distribution to sample
@@ -236,9 +237,10 @@ class SpeculativeConfig:
         self.token_tree = self._parse_tree()
         self.dynamic_tree = self._parse_dynamic_tree()
         self.draft_vocab_size = check_int("draft_vocab_size", self.draft_vocab_size, 1, optional=True)
-        if self.draft_vocab_size is not None and self.method != "eagle":
+        if self.draft_vocab_size is not None and self.method not in ("eagle", "medusa"):
             raise ValueError(f"draft_vocab_size={self.draft_vocab_size} applies to method='eagle' (an EAGLE-1 head "
-                             f"sharing the target's lm_head); got method={self.method!r}"
+                             f"sharing the target's lm_head) or 'medusa' (heads sharing one projection); got "
+                             f"method={self.method!r}"
                              + (": an EAGLE-3 head's draft vocabulary is fixed by its checkpoint"
                                 if self.method == "eagle3" else ""))
         self._check_draft_sample_method()

@@ -58,6 +58,8 @@ def cases(heads: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
                                          "speculative_token_tree": "[(0,), (1,), (0, 0)]"}),
         ("eagle + FR-Spec (minispec's key)", {"method": "eagle", "model": eagle, "num_speculative_tokens": 4,
                                              "draft_vocab_size": 1024}),
+        ("medusa + FR-Spec (minispec's key)", {"method": "medusa", "model": medusa, "num_speculative_tokens": 4,
+                                              "draft_vocab_size": 1024}),
         ("typical acceptance (minispec's key)", {"method": "ngram", "num_speculative_tokens": 4,
                                                 "prompt_lookup_max": 4, "acceptance_method": "typical_acceptance_sampler"}),
         ("rejection_sample_method (vLLM's key)", {"method": "ngram", "num_speculative_tokens": 4,

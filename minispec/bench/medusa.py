@@ -4,7 +4,10 @@ No vLLM counterpart (vLLM's `benchmarks/` time whole engine runs); the numbers a
 `SpecDecodingStats` would report: mean acceptance length = 1 + accepted / drafts (tokens per target forward).
 Greedy decoding, so every configuration emits the same tokens; only the number of target forwards differs.
 
-    python -m minispec.bench.medusa [--prompts 24] [--prompt-tokens 64] [--max-tokens 64]
+    python -m minispec.bench.medusa [--prompts 24] [--prompt-tokens 64] [--max-tokens 64] [--draft-vocab-size N]
+
+`--draft-vocab-size N` runs every configuration with FR-Spec's draft vocabulary: the heads score only the N most
+frequent tokens of the folder's token_counts.json (speculative_config `draft_vocab_size`).
 
 The tree (DEFAULT_TREE, 16 nodes over 4 heads) spends most nodes on the likelier ranks of the early heads,
 as Medusa's published trees do. MEASURED_TREE is the best 16-node tree under the zoo heads' measured per-rank
@@ -64,8 +67,10 @@ def measured_tree(num_nodes: int = 16, num_windows: int = 48, seq_len: int = 96,
     return [path for path, _ in greedy_paths(acc.per_rank, num_nodes)], acc
 
 
-def configs(heads: str, k: int, tree: str) -> dict[str, dict | None]:
+def configs(heads: str, k: int, tree: str, draft_vocab_size: int | None = None) -> dict[str, dict | None]:
     base = {"method": "medusa", "model": heads}
+    if draft_vocab_size is not None:
+        base["draft_vocab_size"] = draft_vocab_size
     return {
         "plain": None,
         f"chain k={k}": {**base, "num_speculative_tokens": k},
@@ -78,11 +83,11 @@ def configs(heads: str, k: int, tree: str) -> dict[str, dict | None]:
 
 
 def run(target: str, heads: str, num_prompts: int, prompt_tokens: int, max_tokens: int, k: int,
-        tree: str = DEFAULT_TREE) -> list[dict]:
+        tree: str = DEFAULT_TREE, draft_vocab_size: int | None = None) -> list[dict]:
     prompts = [{"prompt_token_ids": ids} for ids in corpus.heldout_prompt_ids(num_prompts, prompt_tokens)]
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     rows, reference = [], None
-    for name, spec in configs(heads, k, tree).items():
+    for name, spec in configs(heads, k, tree, draft_vocab_size).items():
         llm = LLM(model=target, device="cpu", speculative_config=spec, dtype="float32")
         start = time.perf_counter()
         outputs = [o.outputs[0].token_ids for o in llm.generate(prompts, params, use_tqdm=False)]
@@ -112,9 +117,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("-k", type=int, default=4, help="chain length (Medusa heads used)")
     parser.add_argument("--tree", default=DEFAULT_TREE, help="vLLM-style string of rank tuples")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--draft-vocab-size", type=int, default=None, help="FR-Spec: score only the N most frequent")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    return run(args.target, args.heads, args.prompts, args.prompt_tokens, args.max_tokens, args.k, args.tree)
+    return run(args.target, args.heads, args.prompts, args.prompt_tokens, args.max_tokens, args.k, args.tree,
+               args.draft_vocab_size)
 
 
 if __name__ == "__main__":

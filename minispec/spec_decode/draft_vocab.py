@@ -11,6 +11,11 @@ still scores every token with the target's full lm_head, so greedy output in flo
 decoding's and sampled output follows the target's distribution: neither depends on what the drafter proposes
 (in bfloat16 a different tree verifies different rows, and the target's arithmetic moves with them).
 
+Medusa heads that share one projection (`original_lm_head`, a copy of the target's lm_head) take the same
+`draft_vocab_size` (chapter 3): the projection keeps the rows of the most frequent tokens, exactly what a
+checkpoint with vLLM's `truncated_vocab_size` and `token_map` holds (`Medusa.set_token_map`), chosen when
+the engine loads instead of when the checkpoint is written.
+
 The frequencies come from `token_counts.json` in the head's folder: {"source": ..., "counts": [c_0, ...]}, one
 count per target token id (`python -m minispec.zoo.token_counts` writes the zoo's, from its training split).
 vLLM ignores the file, so the folder still loads there unchanged.

@@ -13,6 +13,10 @@ other's guesses):
   siblings are a head's alternatives; the tree's nodes are returned in tree order and the model runner
   verifies them in one forward with the tree attention mask (see `minispec/spec_decode/tree.py`).
 
+With speculative_config `draft_vocab_size` n (FR-Spec, minispec's key) heads that share one projection score
+only the n most frequent tokens of their folder's `token_counts.json`: vLLM's truncated vocabulary
+(`truncated_vocab_size` and `token_map`), chosen when the engine loads (`Medusa.set_token_map`).
+
 Drafts are deterministic (top-k of the heads), so the rejection sampler treats them as one-hot and sampling
 stays lossless; typical acceptance (`minispec/sample/typical_acceptance.py`) is the Medusa paper's
 alternative.
@@ -41,7 +45,7 @@ class MedusaProposer:
         self.tree = tree
         if tree is not None:
             self.topk = 1 + max(p[-1] for p in tree.paths)
-            self.node_index = tree.tree_indices(self.topk)[1:] - 1  # [N] into the flat [heads * topk] list
+            self.node_index = (tree.tree_indices(self.topk)[1:] - 1).to(heads.heads[0][-1].weight.device)  # [N]
 
     @classmethod
     def from_config(cls, spec, target_runner) -> MedusaProposer:
@@ -63,8 +67,30 @@ class MedusaProposer:
                 f"vocab_size={heads.config.vocab_size}; the target has hidden_size={arch.hidden_size}, "
                 f"vocab_size={arch.vocab_size}: Medusa heads must be trained on this target"
             )
-        check_tree_ranks(spec, heads.config.vocab_size)
+        if spec.draft_vocab_size is not None:  # FR-Spec: the heads score only the most frequent tokens
+            token_map = cls.frequent_tokens(spec, path, heads)
+            if token_map.numel() < heads.config.vocab_size:  # the whole vocabulary needs no map
+                heads.set_token_map(token_map)
+        check_tree_ranks(spec, heads.config.draft_vocab_size)
         return cls(heads, spec.num_speculative_tokens, spec.token_tree)
+
+    @staticmethod
+    def frequent_tokens(spec, path, heads: Medusa) -> torch.Tensor:
+        """FR-Spec's draft vocabulary for speculative_config draft_vocab_size: the most frequent tokens of the
+        head folder's token_counts.json, for heads whose one shared projection can be cut."""
+        from minispec.spec_decode.draft_vocab import draft_vocab_of
+
+        where = f"speculative_config model={spec.model!r} with draft_vocab_size={spec.draft_vocab_size}"
+        if not heads.config.original_lm_head:
+            raise ValueError(f"{where}: a draft vocabulary cuts the projection every head shares "
+                             f"(original_lm_head: true); these heads have one projection each")
+        if heads.config.is_truncated:
+            raise ValueError(f"{where}: the checkpoint already truncates the vocabulary to "
+                             f"{heads.config.draft_vocab_size} tokens (truncated_vocab_size)")
+        try:
+            return draft_vocab_of(path, heads.config.vocab_size, spec.draft_vocab_size)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from e
 
     @torch.inference_mode()
     def propose(
@@ -75,9 +101,11 @@ class MedusaProposer:
         target_hidden_states: torch.Tensor,  # [B, H] at each request's last valid token
     ) -> list[list[int]]:
         hidden = target_hidden_states.to(self.heads.heads[0][-1].weight.dtype)
-        logits = self.heads(hidden, self.num_heads)  # [num_heads, B, V]
+        # ranks over the draft vocabulary, then target ids: the same drafts as ranking vLLM's -inf-filled
+        # full-vocabulary logits (`self.heads(hidden)`) without building them
+        logits = self.heads.draft_logits(hidden, self.num_heads)  # [num_heads, B, draft_vocab]
         if self.tree is None:
-            return logits.argmax(dim=-1).T.tolist()  # [B, k]
-        candidates = logits.topk(self.topk, dim=-1).indices  # [num_heads, B, topk]
+            return self.heads.draft_to_target(logits.argmax(dim=-1)).T.tolist()  # [B, k]
+        candidates = self.heads.draft_to_target(logits.topk(self.topk, dim=-1).indices)  # [num_heads, B, topk]
         flat = candidates.permute(1, 0, 2).reshape(len(requests), -1)  # [B, num_heads * topk]
-        return flat[:, self.node_index.to(flat.device)].tolist()  # [B, N] in tree order
+        return flat[:, self.node_index].tolist()  # [B, N] in tree order

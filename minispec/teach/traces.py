@@ -140,14 +140,22 @@ def make_llm(config: str | dict, target: str = "zoo:target", dtype: str = "float
 
 
 class _MedusaLogits:
-    """A forward hook on the Medusa heads: the log-probabilities of each call, [num_heads, V] for row 0."""
+    """Wraps the Medusa heads' `draft_logits` (what the proposer calls): the log-probabilities of each call,
+    [num_heads, V] for row 0, on the target's vocabulary (-inf off a truncated one's token_map)."""
 
     def __init__(self, heads: torch.nn.Module):
         self.calls: list[torch.Tensor] = []
-        self.handle = heads.register_forward_hook(self._keep)
+        self.heads, self.draft_logits = heads, heads.draft_logits
+        heads.draft_logits = self._keep  # an instance attribute over the method, until remove()
 
-    def _keep(self, _module, _inputs, output) -> None:
-        self.calls.append(output[:, 0].float().log_softmax(dim=-1).cpu())  # [num_heads, V]
+    def _keep(self, *args, **kwargs) -> torch.Tensor:
+        logits = self.draft_logits(*args, **kwargs)  # [num_heads, N, draft_vocab]
+        full = self.heads.logits_on_target_vocab(logits[:, 0])  # [num_heads, V]
+        self.calls.append(full.float().log_softmax(dim=-1).cpu())
+        return logits
+
+    def remove(self) -> None:
+        del self.heads.draft_logits
 
 
 def _medusa_logprobs(logp: torch.Tensor, record: VerificationRecord) -> list[float]:
@@ -196,7 +204,7 @@ def record_steps(llm, prompt_token_ids: list[int], params=None) -> list[StepTrac
     finally:
         runner.verification_log = None
         if hook is not None:
-            hook.handle.remove()
+            hook.remove()
         else:
             drafter.tree_log = None
     return traces

@@ -1,6 +1,6 @@
 """Figures of token trees (chapters 3 and 4): the tree, its attention mask and buffers, KV compaction, EAGLE-2's
 expansion, and the measurements that go with them (head accuracy, calibration, per-depth acceptance, FR-Spec's
-draft vocabulary).
+draft vocabulary and what a truncated vocabulary keeps and saves).
 
 vLLM has no counterpart (v0.32.0 has no tree speculation). Everything is matplotlib (no graphviz): a tree is
 laid out in layers, depth left to right, leaves one row each and every parent centred on its children. A tree
@@ -339,6 +339,35 @@ def plot_draft_vocab(sizes: Sequence[int], coverage: Sequence[float], lm_head_sh
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("FR-Spec: a quarter of the vocabulary covers most tokens", fontsize=10)
+    return fig
+
+
+def plot_vocab_trade(sizes: Sequence[int], tokens_per_forward: Sequence[float], stderr: Sequence[float],
+                     draft_cost: Sequence[float], vocab_size: int) -> Figure:
+    """A truncated draft vocabulary, measured per size: tokens per target forward (± standard error) on the
+    left, the drafting call's time per step as a share of a plain decoding step (c) on the right; the size equal
+    to `vocab_size` is the whole vocabulary."""
+    if not (len(sizes) == len(tokens_per_forward) == len(stderr) == len(draft_cost)) or not len(sizes):
+        raise ValueError(f"sizes, tokens_per_forward, stderr and draft_cost must have one entry each per size; got "
+                         f"lengths {len(sizes)}, {len(tokens_per_forward)}, {len(stderr)}, {len(draft_cost)}")
+    labels = ["all" if n == vocab_size else str(n) for n in sizes]
+    colors = [ROOT if n == vocab_size else FRONTIER for n in sizes]
+    x = np.arange(len(sizes))
+    fig = Figure(figsize=(8, 3.4), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    left.bar(x, tokens_per_forward, yerr=stderr, capsize=4, color=colors)
+    for i, v in enumerate(tokens_per_forward):
+        left.annotate(f"{v:.2f}", (i, v), textcoords="offset points", xytext=(10, 2), fontsize=8)
+    left.set_ylabel("tokens per target forward")
+    right.bar(x, draft_cost, color=colors)
+    for i, v in enumerate(draft_cost):
+        right.annotate(f"{v:.3f}", (i, v), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=8)
+    right.set_ylabel("drafting call / plain step (c)")
+    for ax in (left, right):
+        ax.set_xticks(x, labels)
+        ax.set_xlabel(f"tokens the heads score (of {vocab_size})")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("A smaller draft vocabulary: what the drafts keep, what a drafting call saves", fontsize=10)
     return fig
 
 

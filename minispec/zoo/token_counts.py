@@ -1,7 +1,7 @@
 """Count the zoo tokenizer's tokens over the training split: the frequencies FR-Spec ranks (chapter 4).
 
 Part of the model zoo; no vLLM counterpart. Writes `token_counts.json` into each head folder given (by default
-the zoo's EAGLE-1 head), which speculative_config `draft_vocab_size` reads
+the zoo's EAGLE-1 head and Medusa heads), which speculative_config `draft_vocab_size` reads
 (`minispec/spec_decode/draft_vocab.py`). Counting the training split, not the held-out one the benchmarks
 decode, keeps the vocabulary choice honest.
 
@@ -29,7 +29,7 @@ def count_tokens(tokenizer_file: str | Path, max_files: int | None = None) -> np
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--folders", nargs="+", type=Path, default=[MODELS_DIR / "eagle"])
+    ap.add_argument("--folders", nargs="+", type=Path, default=[MODELS_DIR / "eagle", MODELS_DIR / "medusa"])
     ap.add_argument("--max-files", type=int, default=None, help="count only the first N training files")
     args = ap.parse_args(argv)
     counts = count_tokens(MODELS_DIR / "tokenizer" / "tokenizer.json", args.max_files)

@@ -87,6 +87,14 @@ def remove(*patterns: str):
     return mutate
 
 
+def then(*mutations):
+    """The mutations one after another."""
+    def mutate(folder: Path) -> None:
+        for m in mutations:
+            m(folder)
+    return mutate
+
+
 def edit_weights(fn, file: str = "model.safetensors"):
     def mutate(folder: Path) -> None:
         weights = load_file(folder / file)
@@ -319,6 +327,10 @@ def medusa(**kw):
     return lambda c: {"method": "medusa", "model": c.m["medusa"], **kw}
 
 
+def shared_medusa(**kw):
+    return lambda c: {"method": "medusa", "model": c.m["medusa_shared"], **kw}
+
+
 def eagle(method="eagle", **kw):
     return lambda c: {"method": method, "model": c.m[method], **kw}
 
@@ -440,6 +452,20 @@ SPEC = [
          ValueError, "a list of 96 integers", early=False),
     spec("draft_vocab_size beyond the vocabulary", eagle(num_speculative_tokens=2, draft_vocab_size=97), ValueError,
          "draft_vocab_size=97", early=False),
+    spec("draft_vocab_size on Medusa heads with a projection each", medusa(num_speculative_tokens=2,
+                                                                         draft_vocab_size=8),
+         ValueError, "one projection each", early=False),
+    spec("Medusa draft_vocab_size without token counts", lambda c: {
+        "method": "medusa", "model": c.variant("medusa_shared", "medusa_no_counts", remove("token_counts.json")),
+        "num_speculative_tokens": 2, "draft_vocab_size": 8}, ValueError, "token_counts.json", early=False),
+    spec("Medusa draft_vocab_size beyond the vocabulary", shared_medusa(num_speculative_tokens=2, draft_vocab_size=97),
+         ValueError, "draft_vocab_size=97", early=False),
+    spec("Medusa tree rank beyond the FR-Spec vocabulary", shared_medusa(speculative_token_tree=[(0,), (4,)],
+                                                                        draft_vocab_size=4),
+         ValueError, "top-5", early=False),
+    spec("draft_vocab_size on a truncated Medusa checkpoint", lambda c: {
+        "method": "medusa", "model": c.variant("medusa_shared", "medusa_cut", cut_medusa),
+        "num_speculative_tokens": 2, "draft_vocab_size": 8}, ValueError, "already truncates", early=False),
     spec("EAGLE-2 top_k beyond the FR-Spec vocabulary", eagle(total_tokens=6, depth=1, top_k=5, draft_vocab_size=4),
          ValueError, "top_k=5", early=False),
     spec("eagle given an EAGLE-3 head", lambda c: {"method": "eagle", "model": c.m["eagle3"],
@@ -485,6 +511,15 @@ SPEC = [
 def other_vocab_model(folder: Path) -> None:
     shutil.rmtree(folder)
     make_model_dir(folder, "llama", seed=9, vocab_size=64)
+
+
+def cut_medusa(folder: Path) -> None:
+    """The heads saved with vLLM's truncated vocabulary: truncated_vocab_size 16 and a token_map."""
+    from minispec.model_executor.models.medusa import load_medusa
+
+    heads = load_medusa(folder)
+    heads.set_token_map(torch.arange(16))
+    heads.save_pretrained(folder)
 
 
 def medusa_h32(folder: Path) -> None:
@@ -582,6 +617,22 @@ CHECKPOINT = [
         "medusa_lm_head.safetensors"), ValueError, "expected 0..n-1", base="medusa", method="medusa"),
     target_variant("medusa_num_layers a str", set_config(medusa_num_layers="x"), ValueError, "medusa_num_layers",
                    base="medusa", method="medusa"),
+    target_variant("Medusa truncated_vocab_size without a token_map", then(cut_medusa, edit_weights(
+        lambda w: {k: v for k, v in w.items() if k != "token_map"}, "medusa_lm_head.safetensors")), ValueError,
+        "needs a 'token_map'", base="medusa_shared", method="medusa"),
+    target_variant("Medusa token_map shorter than truncated_vocab_size", then(cut_medusa, edit_weights(
+        lambda w: {**w, "token_map": torch.arange(8)}, "medusa_lm_head.safetensors")), ValueError,
+        "has shape (8,)", base="medusa_shared", method="medusa"),
+    target_variant("Medusa token_map names a token twice", then(cut_medusa, edit_weights(
+        lambda w: {**w, "token_map": torch.zeros(16, dtype=torch.long)}, "medusa_lm_head.safetensors")),
+        ValueError, "twice", base="medusa_shared", method="medusa"),
+    target_variant("Medusa token_map beyond the vocabulary", then(cut_medusa, edit_weights(
+        lambda w: {**w, "token_map": torch.arange(90, 106)}, "medusa_lm_head.safetensors")), ValueError,
+        "token id 96", base="medusa_shared", method="medusa"),
+    target_variant("Medusa truncated_vocab_size beyond the vocabulary", set_config(truncated_vocab_size=500),
+                   ValueError, "truncated_vocab_size=500", base="medusa_shared", method="medusa"),
+    target_variant("Medusa truncated_vocab_size with a projection each", set_config(truncated_vocab_size=16),
+                   ValueError, "needs original_lm_head", base="medusa", method="medusa"),
     target_variant("EAGLE weights truncated", truncate(SM, 400), ValueError, "speculative_config model=",
                    base="eagle", method="eagle"),
     target_variant("EAGLE config vocab differs from its weights", set_config(vocab_size=64), ValueError,

@@ -19,6 +19,8 @@ METHODS = {
     "ngram": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
     "medusa_chain": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 3},
     "medusa_tree": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": TREE},
+    "medusa_fr_spec": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": TREE,
+                       "draft_vocab_size": 1024},
     "medusa_typical": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": TREE,
                        "acceptance_method": "typical_acceptance_sampler"},
     "eagle_chain": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 3},

@@ -1,12 +1,15 @@
 """Medusa through the engine: chain and tree speculation give plain decoding's greedy output token for token
-(batch 1 and 4, random and fitted heads, rejection and typical acceptance), tree verification compacts the KV
-cache to what plain decoding holds, and bad configs raise."""
+(batch 1 and 4, random and fitted heads, rejection and typical acceptance, the whole vocabulary or FR-Spec's
+draft vocabulary), tree verification compacts the KV cache to what plain decoding holds, and bad configs
+raise."""
 
+import numpy as np
 import pytest
 import torch
 
 from minispec import LLM, SamplingParams, zoo
 from minispec.model_executor.models.medusa import Medusa, MedusaConfig
+from minispec.spec_decode.draft_vocab import draft_vocab_of, write_token_counts
 from minispec.spec_decode.tree import SpecTree
 from minispec.zoo import corpus
 from tests.hf_models import VOCAB, load_hf, make_model_dir
@@ -72,7 +75,17 @@ def models(tmp_path_factory):
     fitted = Medusa(MedusaConfig(4, 1, 64, VOCAB))
     _fit_heads(target, fitted)
     fitted.save_pretrained(root / "fitted_heads", safetensors=False)
-    return target, root / "random_heads", root / "fitted_heads"
+    # one projection shared by every head (vLLM's original_lm_head), which draft_vocab_size can cut; the token
+    # counts rank by how often the target's greedy continuations use each token, and rank the rest at random
+    shared = Medusa(MedusaConfig(4, 1, 64, VOCAB, original_lm_head=True))
+    _fit_heads(target, shared)
+    shared.save_pretrained(root / "shared_heads")
+    plain = generate(LLM(model=str(target), device="cpu", dtype="float32"), PROMPTS,
+                     SamplingParams(temperature=0, max_tokens=40))
+    counts = torch.randint(0, 3, (VOCAB,), generator=torch.Generator().manual_seed(4))
+    counts += 100 * torch.bincount(torch.tensor([t for o in plain for t in o]), minlength=VOCAB)
+    write_token_counts(root / "shared_heads", counts.numpy(), "the target's greedy continuations, for tests")
+    return target, root / "random_heads", root / "fitted_heads", root / "shared_heads"
 
 
 def spec_configs(heads):
@@ -83,20 +96,38 @@ def spec_configs(heads):
     yield {**base, "num_speculative_tokens": 4, "acceptance_method": "typical_acceptance_sampler"}
 
 
-@pytest.mark.parametrize("which", ["random", "fitted"])
+def record_drafts(llm) -> list[int]:
+    """Every token the engine's Medusa proposer drafts from now on."""
+    drafter, drafted = llm.llm_engine.model_runner.drafter, []
+    propose = drafter.propose
+
+    def recording(*args, **kwargs):
+        drafts = propose(*args, **kwargs)
+        drafted.extend(t for d in drafts for t in d)
+        return drafts
+    drafter.propose = recording
+    return drafted
+
+
+@pytest.mark.parametrize("which", ["random", "fitted", "fr_spec"])
 def test_greedy_equals_plain_decoding(models, which):
-    target, random_heads, fitted_heads = models
-    heads = random_heads if which == "random" else fitted_heads
+    target, random_heads, fitted_heads, shared_heads = models
+    heads = {"random": random_heads, "fitted": fitted_heads, "fr_spec": shared_heads}[which]
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in MAX_TOKENS]
     plain = generate(LLM(model=str(target), device="cpu", dtype="float32"), PROMPTS, params)
     for spec in spec_configs(heads):
+        if which == "fr_spec":
+            spec["draft_vocab_size"] = VOCAB // 2
         llm = LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
+        drafted = record_drafts(llm)
         assert generate(llm, PROMPTS, params) == plain, spec
         assert [generate(llm, [p], [sp])[0] for p, sp in zip(PROMPTS, params)] == plain, spec
         stats = llm.get_spec_decoding_stats()
         assert stats.num_draft_tokens > 0
-        if which == "fitted":
+        if which != "random":
             assert stats.mean_acceptance_length > 1.5, (spec, stats.mean_acceptance_length)
+        if which == "fr_spec":  # every draft is one of the VOCAB // 2 most frequent tokens
+            assert set(drafted) <= set(draft_vocab_of(heads, VOCAB, VOCAB // 2).tolist())
         manager = llm.llm_engine.kv_cache_manager
         assert manager.num_free_blocks == manager.block_pool.num_blocks
 
@@ -120,7 +151,7 @@ class _OracleTreeDrafter:
 
 
 def test_tree_compaction_leaves_plain_decoding_cache(models):
-    target, random_heads, _ = models
+    target, random_heads, *_ = models
     prompt, n = PROMPTS[0], 30
     params = SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
     plain_llm = LLM(model=str(target), device="cpu", dtype="float32")
@@ -141,7 +172,7 @@ def test_tree_compaction_leaves_plain_decoding_cache(models):
 
 
 def test_sampling_runs_and_seeded_is_reproducible(models):
-    target, _, fitted_heads = models
+    target, _, fitted_heads, _ = models
     params = SamplingParams(temperature=0.8, top_p=0.9, seed=7, max_tokens=20, ignore_eos=True)
     typical = {"acceptance_method": "typical_acceptance_sampler"}
     for extra in (
@@ -158,7 +189,7 @@ def test_sampling_runs_and_seeded_is_reproducible(models):
 
 
 def test_bad_configs_raise(models, tmp_path):
-    target, random_heads, _ = models
+    target, random_heads, _, shared_heads = models
     other = Medusa(MedusaConfig(2, 1, 32, VOCAB))
     other.save_pretrained(tmp_path / "other")
     bad = [
@@ -173,24 +204,33 @@ def test_bad_configs_raise(models, tmp_path):
         ({"method": "medusa", "model": str(random_heads), "medusa_choices": [[0]] + [[0] * d for d in range(2, 6)]},
          "depth 5"),
         ({"method": "medusa", "model": str(tmp_path / "other"), "num_speculative_tokens": 2}, "hidden_size=32"),
+        ({"method": "medusa", "model": str(random_heads), "num_speculative_tokens": 2, "draft_vocab_size": 8},
+         "one projection each"),
+        ({"method": "medusa", "model": str(shared_heads), "num_speculative_tokens": 2,
+          "draft_vocab_size": VOCAB + 1}, f"draft_vocab_size={VOCAB + 1}"),
+        ({"method": "medusa", "model": str(shared_heads), "speculative_token_tree": "[(0,), (4,)]",
+          "draft_vocab_size": 4}, "top-5"),
     ]
     for spec, word in bad:
         with pytest.raises(ValueError, match=word):
             LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
 
 
-def test_tree_sampling_follows_the_target(tmp_path):
+@pytest.mark.parametrize("fr_spec", [False, True])
+def test_tree_sampling_follows_the_target(tmp_path, fr_spec):
     """At temperature 1 the first three tokens under tree speculation (deterministic top-k drafts, accepted
     when the target's own draw lands on a child) follow the target's exact joint distribution
-    (chi-square over 216 cells, fixed seed, p > 1e-3)."""
+    (chi-square over 216 cells, fixed seed, p > 1e-3); also when FR-Spec keeps 4 of the 6 tokens, so that the
+    other two are never drafted and only the target's draws can emit them."""
     vocab = 6
     target = make_model_dir(tmp_path / "t", "llama", seed=5, vocab_size=vocab, std=0.25)
     torch.manual_seed(2)
-    heads = Medusa(MedusaConfig(3, 1, 64, vocab))
+    heads = Medusa(MedusaConfig(3, 1, 64, vocab, original_lm_head=fr_spec))
     with torch.no_grad():
         for p in heads.parameters():
             p.normal_(0, 0.5)
     heads.save_pretrained(tmp_path / "heads")
+    write_token_counts(tmp_path / "heads", np.array([9, 1, 9, 9, 2, 9]), "tokens 1 and 4 rare, for tests")
     prompt = [1, 4, 5, 3, 4, 5]
     hf = load_hf(target)
     with torch.no_grad():
@@ -201,8 +241,10 @@ def test_tree_sampling_follows_the_target(tmp_path):
     joint = (p1[:, None, None] * p2[:, :, None] * p3).flatten().tolist()
 
     tree = "[(0,), (1,), (2,), (0, 0), (1, 0), (0, 1), (0, 0, 0)]"
-    spec = {"method": "medusa", "model": str(tmp_path / "heads"), "speculative_token_tree": tree}
+    spec = {"method": "medusa", "model": str(tmp_path / "heads"), "speculative_token_tree": tree,
+            **({"draft_vocab_size": 4} if fr_spec else {})}
     llm = LLM(model=str(target), device="cpu", seed=11, max_num_seqs=256, speculative_config=spec, dtype="float32")
+    drafted = record_drafts(llm)
     n = 2000
     # max_tokens=9 leaves room for the whole 7-node tree right after the prefill's token
     outs = generate(llm, [prompt] * n, SamplingParams(temperature=1.0, max_tokens=9, ignore_eos=True))
@@ -213,6 +255,7 @@ def test_tree_sampling_follows_the_target(tmp_path):
     assert stats.num_accepted_tokens_per_pos[1] > 0  # paths of depth 2 were accepted
     _, df, p_value = chi_square_test(counts, joint)
     assert df >= 20 and p_value > 1e-3, (p_value, df)
+    assert set(drafted) <= ({0, 2, 3, 5} if fr_spec else set(range(vocab)))
 
 
 def test_zoo_target_with_trained_heads():
@@ -225,8 +268,13 @@ def test_zoo_target_with_trained_heads():
     prompts = corpus.heldout_prompt_ids(4, 32, seed=3)
     params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
     plain = generate(LLM(model="zoo:target", device="cpu", dtype="float32"), prompts, params)
-    for extra in ({"num_speculative_tokens": 4}, {"speculative_token_tree": TREE}):
+    frequent = set(draft_vocab_of(zoo.path("medusa"), 4096, 1024).tolist())
+    for extra in ({"num_speculative_tokens": 4}, {"speculative_token_tree": TREE},
+                  {"speculative_token_tree": TREE, "draft_vocab_size": 1024}):
         llm = LLM(model="zoo:target", device="cpu", speculative_config={"method": "medusa", "model": "zoo:medusa", **extra}, dtype="float32")
+        drafted = record_drafts(llm)
         assert generate(llm, prompts, params) == plain, extra
         assert generate(llm, prompts[:1], params) == plain[:1], extra
         assert llm.get_spec_decoding_stats().mean_acceptance_length > 1.0
+        if "draft_vocab_size" in extra:  # FR-Spec: drafts only among the 1024 most frequent tokens
+            assert drafted and set(drafted) <= frequent

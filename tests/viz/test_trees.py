@@ -90,6 +90,10 @@ def test_measurement_figures() -> None:
     assert "85%" in _render(vt.plot_draft_vocab([256, 1024, 4096], [0.6, 0.85, 1.0], [0.1, 0.3, 0.6], 100))
     with pytest.raises(ValueError, match="one entry each"):
         vt.plot_draft_vocab([256, 1024], [0.6], [0.1, 0.3], 100)
+    fig = vt.plot_vocab_trade([1024, 4096], [3.3, 3.4], [0.1, 0.1], [0.09, 0.2], 4096)
+    assert "0.090" in _render(fig) and [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1024", "all"]
+    with pytest.raises(ValueError, match="one entry each"):
+        vt.plot_vocab_trade([1024, 4096], [3.3], [0.1, 0.1], [0.09, 0.2], 4096)
     _render(vt.plot_grid_heatmaps({"a": np.ones((2, 3)), "b": np.full((2, 3), np.nan)}, [1, 2], [1, 2, 3], "d", "k"))
     with pytest.raises(ValueError, match="shape"):
         vt.plot_grid_heatmaps({"a": np.ones((3, 3))}, [1, 2], [1, 2, 3], "d", "k")

@@ -19,21 +19,37 @@ reads: `model_type` "medusa", `architectures` ["MedusaModel"] and `medusa_fc_bia
 projection, a copy of the target's lm_head, stored once as head 0's (`0.{L}.weight`, which vLLM loads as its
 `lm_head`; the other heads' projections are ignored when present, as vLLM ignores them). The heads then
 project their ResBlock outputs in one matmul, so a drafting step reads the projection once instead of once
-per head: with the zoo's four heads, a quarter of the projection's bytes (docs/zoo.md).
+per head: with the zoo's four heads, a quarter of the projection's bytes (docs/zoo.md). Without autograd
+(drafting) the heads' first ResBlock layers, which all read the same hidden state, also run as one Linear over
+their concatenated weights; training runs the heads one by one (`draft_logits`).
+
+`truncated_vocab_size: n` with a `token_map` tensor of n token ids in the weights (vLLM's names) keeps only
+those rows of the shared projection: the heads score n tokens, and `forward` puts their logits back on the
+full vocabulary with -inf elsewhere, as vLLM's `compute_logits` does, so a head never drafts an unmapped
+token. The projection is stored with n rows, or with all of them and cut on loading, as vLLM's `load_weights`
+reads both. vLLM builds a projection of n rows only for the shared one, so a truncated vocabulary needs
+`original_lm_head: true`; a `token_map` without a smaller `truncated_vocab_size` is ignored, as there.
+`set_token_map` makes the same cut in place: speculative_config `draft_vocab_size` keeps the most frequent
+tokens with it (`minispec/spec_decode/draft_vocab.py`). vLLM v0.32.0 defines this checkpoint format but cannot
+load it: `load_weights` turns `token_map` into a parameter that it does not report as loaded, and the loader's
+completeness check (`DefaultModelLoader.track_weights_loading`) then refuses the folder (docs/vllm.md).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+
 SAFETENSORS_FILE = "medusa_lm_head.safetensors"
 PICKLE_FILE = "medusa_lm_head.pt"
+TOKEN_MAP = "token_map"  # vLLM's weight key: the target token id of each row of a truncated projection
 
 
 @dataclass
@@ -44,14 +60,32 @@ class MedusaConfig:
     vocab_size: int
     base_model_name_or_path: str | None = None
     original_lm_head: bool = False  # one vocabulary projection shared by every head (vLLM's name)
+    truncated_vocab_size: int | None = None  # rows the shared projection keeps, named by token_map (vLLM's name)
 
     def __post_init__(self) -> None:
         for name in ("medusa_num_heads", "medusa_num_layers", "hidden_size", "vocab_size"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive int")
         if not isinstance(self.original_lm_head, bool):
             raise ValueError(f"original_lm_head={self.original_lm_head!r} must be true or false")
+        n = self.truncated_vocab_size
+        if n is None:
+            return
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= self.vocab_size:
+            raise ValueError(f"truncated_vocab_size={n!r} must be an int from 1 to vocab_size={self.vocab_size}")
+        if n < self.vocab_size and not self.original_lm_head:
+            raise ValueError(f"truncated_vocab_size={n} needs original_lm_head: true; vLLM v0.32.0 truncates "
+                             f"only the projection shared by every head")
+
+    @property
+    def draft_vocab_size(self) -> int:
+        """Tokens the heads score: truncated_vocab_size when it is smaller than the vocabulary."""
+        return self.truncated_vocab_size or self.vocab_size
+
+    @property
+    def is_truncated(self) -> bool:
+        return self.draft_vocab_size < self.vocab_size
 
     @classmethod
     def from_dict(cls, raw: dict) -> MedusaConfig:
@@ -78,24 +112,92 @@ class Medusa(nn.Module):
         super().__init__()
         self.config = config
         h, layers = config.hidden_size, config.medusa_num_layers
-        shared = nn.Linear(h, config.vocab_size, bias=False) if config.original_lm_head else None
+        shared = nn.Linear(h, config.draft_vocab_size, bias=False) if config.original_lm_head else None
         self.heads = nn.ModuleList(
             nn.Sequential(*[ResBlock(h) for _ in range(layers)],
                           shared if shared is not None else nn.Linear(h, config.vocab_size, bias=False))
             for _ in range(config.medusa_num_heads)
         )
+        # [draft_vocab_size] target token id of each projection row; saved under vLLM's key "token_map"
+        self.register_buffer("token_map", torch.arange(config.draft_vocab_size) if config.is_truncated else None)
 
     @property
     def num_heads(self) -> int:
         return self.config.medusa_num_heads
 
     def forward(self, hidden_states: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
-        """hidden_states [N, H] -> logits [num_heads, N, vocab] of the first `num_heads` heads."""
-        heads = self.heads[: num_heads or self.num_heads]
+        """hidden_states [N, H] -> logits [num_heads, N, vocab] of the first `num_heads` heads; under a truncated
+        vocabulary -inf on every token off the token_map, as vLLM's `compute_logits`."""
+        return self.logits_on_target_vocab(self.draft_logits(hidden_states, num_heads))
+
+    def logits_on_target_vocab(self, draft_logits: torch.Tensor) -> torch.Tensor:
+        """[..., draft_vocab_size] -> [..., vocab]: -inf on every token off the token_map (vLLM's compute_logits)."""
+        if self.token_map is None:
+            return draft_logits
+        full = draft_logits.new_full((*draft_logits.shape[:-1], self.config.vocab_size), float("-inf"))
+        return full.index_copy_(-1, self.token_map, draft_logits)
+
+    def draft_logits(self, hidden_states: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
+        """hidden_states [N, H] -> logits [num_heads, N, draft_vocab_size]: column j scores token
+        `draft_to_target(j)` (j itself unless the vocabulary is truncated)."""
+        num_heads = num_heads or self.num_heads
+        if torch.is_grad_enabled():  # training: the readable path, head by head
+            blocks = torch.stack([head[:-1](hidden_states) for head in self.heads[:num_heads]])  # [heads, N, H]
+        else:
+            blocks = self._blocks(hidden_states, num_heads)
         if not self.config.original_lm_head:
-            return torch.stack([head(hidden_states) for head in heads])
-        blocks = torch.stack([head[:-1](hidden_states) for head in heads])  # [num_heads, N, H]
-        return heads[0][-1](blocks)  # the shared projection, its weight read once for every head
+            return torch.stack([head[-1](b) for head, b in zip(self.heads, blocks)])
+        return self.heads[0][-1](blocks)  # the shared projection, its weight read once for every head
+
+    def _blocks(self, hidden_states: torch.Tensor, num_heads: int) -> torch.Tensor:
+        """Every head's ResBlocks without autograd -> [num_heads, N, H]. The heads' first Linear layers all read
+        hidden_states, so they run as one Linear over their concatenated weights: one matmul instead of one per
+        head, and on a CPU the same dot products (under the engine's oneDNN dispatch, a third of the heads' time
+        at batch 1, docs/benchmarks.md)."""
+        n, h = len(hidden_states), self.config.hidden_size
+        first = self._first_linear(num_heads)(hidden_states)  # [N, num_heads * H]
+        blocks = hidden_states + nn.functional.silu(first.view(n, num_heads, h).transpose(0, 1))  # [heads, N, H]
+        if self.config.medusa_num_layers == 1:
+            return blocks
+        return torch.stack([head[1:-1](b) for head, b in zip(self.heads, blocks)])
+
+    def _first_linear(self, num_heads: int) -> nn.Linear:
+        """One Linear(H, num_heads * H): the first `num_heads` heads' first ResBlock layers, concatenated; made
+        again when one of them changes (new data, or an in-place write moving its version counter)."""
+        linears = [head[0].linear for head in self.heads][:num_heads]
+        key = tuple((p.data_ptr(), p._version) for linear in linears for p in (linear.weight, linear.bias))
+        cache = self.__dict__.setdefault("_first_linears", {})  # not a submodule: no state_dict entry
+        if num_heads not in cache or cache[num_heads][0] != key:
+            cache[num_heads] = (key, _concatenated(linears))
+        return cache[num_heads][1]
+
+    def draft_to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        """Columns of `draft_logits` -> target token ids (through token_map when the vocabulary is truncated)."""
+        return draft_ids if self.token_map is None else self.token_map[draft_ids]
+
+    def set_token_map(self, token_map: torch.Tensor) -> None:
+        """Keep only the shared projection's rows of the n < vocab_size token ids in `token_map` [n]: in place,
+        the heads that `load_medusa` builds from a checkpoint with truncated_vocab_size n and that token_map."""
+        if not self.config.original_lm_head:
+            raise ValueError("a truncated vocabulary needs original_lm_head: true (one projection shared by every "
+                             "head, the only one vLLM v0.32.0 truncates); these heads have one projection each")
+        if self.config.is_truncated:
+            raise ValueError(f"the heads already score {self.config.draft_vocab_size} tokens (truncated_vocab_size)")
+        if not isinstance(token_map, torch.Tensor):
+            raise TypeError(f"token_map must be a torch.Tensor of token ids; got {type(token_map).__name__}")
+        if token_map.numel() >= self.config.vocab_size:
+            raise ValueError(f"token_map holds {token_map.numel()} ids; a truncated vocabulary keeps fewer than "
+                             f"vocab_size={self.config.vocab_size}")
+        config = replace(self.config, truncated_vocab_size=token_map.numel())
+        old = self.heads[0][-1].weight  # [vocab, H]
+        token_map = check_token_map(token_map, config, "token_map").to(old.device)
+        projection = nn.Linear(config.hidden_size, config.draft_vocab_size, bias=False, device=old.device,
+                               dtype=old.dtype)
+        projection.weight.data.copy_(old.detach()[token_map])  # [n, H]
+        projection.requires_grad_(old.requires_grad)
+        for head in self.heads:
+            head[-1] = projection
+        self.config, self.token_map = config, token_map
 
     def _shared_copies(self) -> set[str]:
         """Checkpoint keys of heads 1.. projections, which under original_lm_head are head 0's."""
@@ -107,7 +209,7 @@ class Medusa(nn.Module):
     # ---- Medusa-1 checkpoint format ------------------------------------------------------------------
     def medusa_state_dict(self) -> dict[str, torch.Tensor]:
         """Keys as in FasterDecoding/Medusa: `{i}.0.linear.weight`, ..., `{i}.{L}.weight` (under original_lm_head
-        only head 0's projection, the shared one)."""
+        only head 0's projection, the shared one), plus vLLM's `token_map` when the vocabulary is truncated."""
         skip = self._shared_copies()
         return {key: v.detach().contiguous() for k, v in self.state_dict().items()
                 if (key := k.removeprefix("heads.")) not in skip}
@@ -118,6 +220,8 @@ class Medusa(nn.Module):
         raw = {k: v for k, v in asdict(self.config).items() if v is not None}
         if not raw["original_lm_head"]:
             del raw["original_lm_head"]  # one projection per head: the FasterDecoding config as it was
+        if not self.config.is_truncated:
+            raw.pop("truncated_vocab_size", None)
         # what vLLM's MedusaConfig needs: its model_type and architecture, and medusa_fc_bias, without which
         # vLLM builds the ResBlocks' Linear with no bias and drops the trained one
         raw.update(model_type="medusa", architectures=["MedusaModel"], medusa_fc_bias=True)
@@ -132,6 +236,18 @@ class Medusa(nn.Module):
         return folder
 
 
+def _concatenated(linears: list[nn.Linear]) -> nn.Linear:
+    """Linear layers of one input size as one Linear whose outputs are theirs side by side, routed through the
+    oneDNN dispatch when theirs are (the model runner's CPU linear method packs the heads' layers)."""
+    fused = nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), device="meta")
+    with torch.inference_mode(False):  # ordinary tensors, whose version counter the dispatch reads
+        fused.weight = nn.Parameter(torch.cat([linear.weight.detach() for linear in linears]), False)
+        fused.bias = nn.Parameter(torch.cat([linear.bias.detach() for linear in linears]), False)
+    if "_onednn" in linears[0].__dict__:
+        dispatch_cpu_unquantized_gemm(fused)
+    return fused
+
+
 def load_medusa_weights(folder: Path) -> dict[str, torch.Tensor]:
     for name, load in ((SAFETENSORS_FILE, load_file),
                        (PICKLE_FILE, lambda f: torch.load(f, map_location="cpu", weights_only=True))):
@@ -142,9 +258,9 @@ def load_medusa_weights(folder: Path) -> dict[str, torch.Tensor]:
                 raise ValueError(f"{folder / name} is not a readable Medusa weight file (truncated or corrupt?): "
                                  f"{type(e).__name__}") from e
             if not isinstance(weights, dict) or not all(
-                isinstance(k, str) and k.split(".")[0].isdigit() and isinstance(v, torch.Tensor)
+                isinstance(k, str) and (k.split(".")[0].isdigit() or k == TOKEN_MAP) and isinstance(v, torch.Tensor)
                 for k, v in weights.items()
-            ) or not weights:
+            ) or not set(weights) - {TOKEN_MAP}:
                 raise ValueError(f"{folder / name} does not hold Medusa-1 tensors named '{{head}}.{{layer}}...'")
             return weights
     raise ValueError(f"{folder} holds neither {SAFETENSORS_FILE} nor {PICKLE_FILE}: not a Medusa checkpoint")
@@ -163,6 +279,7 @@ def load_medusa(
         raise ValueError(f"model={str(folder)!r} has no config.json; a Medusa folder needs one")
     raw = read_json(folder / "config.json")
     weights = load_medusa_weights(folder)
+    token_map = weights.pop(TOKEN_MAP, None)
     head_ids = {int(k.split(".")[0]) for k in weights}
     num_heads = 1 + max(head_ids)
     if head_ids != set(range(num_heads)):
@@ -173,8 +290,19 @@ def load_medusa(
     proj = weights[f"0.{layers}.weight"] if f"0.{layers}.weight" in weights else None
     if proj is None or proj.dim() != 2:
         raise ValueError(f"{folder}: no 2-D '0.{layers}.weight' (vocabulary projection) for medusa_num_layers={layers}")
-    raw = {**raw, "medusa_num_heads": num_heads, "vocab_size": proj.shape[0], "hidden_size": proj.shape[1]}
-    model = Medusa(MedusaConfig.from_dict(raw))
+    vocab_size = proj.shape[0]
+    if raw.get("truncated_vocab_size") not in (None, raw.get("vocab_size")):  # the projection's rows may be cut
+        vocab_size = raw.get("vocab_size")
+    try:
+        config = MedusaConfig.from_dict(
+            {**raw, "medusa_num_heads": num_heads, "vocab_size": vocab_size, "hidden_size": proj.shape[1]})
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{folder}/config.json: {e}") from e
+    model = Medusa(config)
+    if config.is_truncated:
+        model.token_map = check_token_map(token_map, config, str(folder))
+        if proj.shape[0] == config.vocab_size:  # the full projection stored: keep the mapped rows, as vLLM
+            weights[f"0.{layers}.weight"] = proj[model.token_map]
     shared = model._shared_copies()  # under original_lm_head, head 0's projection serves every head (as in vLLM)
     weights = {k: v for k, v in weights.items() if k not in shared}
     try:
@@ -185,3 +313,22 @@ def load_medusa(
     if missing or unexpected:
         raise ValueError(f"{folder}: Medusa weights missing {missing[:4]} / unexpected {unexpected[:4]}")
     return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
+
+
+def check_token_map(token_map: torch.Tensor | None, config: MedusaConfig, where: str) -> torch.Tensor:
+    """vLLM's `token_map`: truncated_vocab_size distinct token ids of the target's vocabulary, as int64."""
+    n, vocab, folder = config.draft_vocab_size, config.vocab_size, where
+    if token_map is None:
+        raise ValueError(f"{folder}: truncated_vocab_size={n} < vocab_size={vocab} needs a '{TOKEN_MAP}' tensor "
+                         f"of {n} token ids in the weights")
+    if token_map.dtype.is_floating_point or token_map.dtype.is_complex or token_map.dtype == torch.bool:
+        raise ValueError(f"{folder}: '{TOKEN_MAP}' has dtype {token_map.dtype}; it must hold integer token ids")
+    if tuple(token_map.shape) != (n,):
+        raise ValueError(f"{folder}: '{TOKEN_MAP}' has shape {tuple(token_map.shape)}; truncated_vocab_size={n} "
+                         f"needs ({n},)")
+    token_map = token_map.long()
+    if (bad := token_map[(token_map < 0) | (token_map >= vocab)]).numel():
+        raise ValueError(f"{folder}: '{TOKEN_MAP}' holds token id {int(bad[0])}; ids must be in [0, {vocab})")
+    if token_map.unique().numel() != n:
+        raise ValueError(f"{folder}: '{TOKEN_MAP}' names a token twice; its {n} ids must be distinct")
+    return token_map

@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from minispec.model_executor.models.medusa import Medusa, MedusaConfig, load_medusa
@@ -110,3 +111,138 @@ def test_bad_inputs_raise(tmp_path):
     (tmp_path / "empty" / "config.json").write_text("{}")
     with pytest.raises(ValueError, match="medusa_lm_head"):
         load_medusa(tmp_path / "empty")
+
+
+def _shared_heads(vocab=40, hidden=16):
+    torch.manual_seed(0)
+    heads = Medusa(MedusaConfig(3, 1, hidden, vocab, original_lm_head=True))
+    for p in heads.parameters():
+        nn.init.normal_(p, std=0.3)
+    return heads
+
+
+def test_truncated_vocab_scores_only_the_token_map(tmp_path):
+    """vLLM's truncated vocabulary: the shared projection keeps the token_map's rows, the full-vocabulary logits
+    are the old ones on those tokens and -inf elsewhere, and the folder holds truncated_vocab_size, token_map
+    and the cut projection (vLLM's names), which load back to the same logits."""
+    heads = _shared_heads()
+    x = torch.randn(5, 16)
+    full = heads(x)  # [3, 5, 40]
+    token_map = torch.tensor([5, 0, 33, 12, 7])  # any order, as vLLM's
+    heads.set_token_map(token_map)
+    assert heads.config.truncated_vocab_size == 5 and heads.config.draft_vocab_size == 5
+    assert all(head[-1] is heads.heads[0][-1] for head in heads.heads)
+    torch.testing.assert_close(heads.draft_logits(x), full[..., token_map])  # [3, 5, 5]
+    logits = heads(x)
+    torch.testing.assert_close(logits[..., token_map], full[..., token_map])
+    off = torch.ones(40, dtype=torch.bool)
+    off[token_map] = False
+    assert torch.isneginf(logits[..., off]).all()
+    assert torch.equal(heads.draft_to_target(heads.draft_logits(x).argmax(-1)), logits.argmax(-1))
+
+    heads.save_pretrained(tmp_path / "cut")
+    config = json.loads((tmp_path / "cut" / "config.json").read_text())
+    assert (config["truncated_vocab_size"], config["vocab_size"], config["original_lm_head"]) == (5, 40, True)
+    weights = load_file(tmp_path / "cut" / "medusa_lm_head.safetensors")
+    assert torch.equal(weights["token_map"], token_map) and weights["0.1.weight"].shape == (5, 16)
+    loaded = load_medusa(tmp_path / "cut")
+    assert torch.equal(loaded.token_map, token_map)
+    torch.testing.assert_close(loaded(x), logits)
+
+    # the whole projection stored beside the token_map: cut on loading, as vLLM's load_weights does
+    whole = _shared_heads()
+    state = {**whole.medusa_state_dict(), "token_map": token_map}
+    (tmp_path / "whole").mkdir()
+    save_file(state, tmp_path / "whole" / "medusa_lm_head.safetensors")
+    (tmp_path / "whole" / "config.json").write_text(json.dumps(config))
+    torch.testing.assert_close(load_medusa(tmp_path / "whole")(x), logits)
+
+
+def test_token_map_without_truncated_vocab_size_is_ignored(tmp_path):
+    """As vLLM: a token_map counts only when truncated_vocab_size is smaller than the vocabulary."""
+    heads = _shared_heads()
+    heads.save_pretrained(tmp_path)
+    weights = load_file(tmp_path / "medusa_lm_head.safetensors")
+    save_file({**weights, "token_map": torch.tensor([1, 2])}, tmp_path / "medusa_lm_head.safetensors")
+    loaded = load_medusa(tmp_path)
+    x = torch.randn(2, 16)
+    assert loaded.token_map is None and not loaded.config.is_truncated
+    torch.testing.assert_close(loaded(x), heads(x))
+
+
+def test_truncated_vocab_bad_inputs(tmp_path):
+    with pytest.raises(ValueError, match="truncated_vocab_size=41"):
+        MedusaConfig(2, 1, 8, 40, original_lm_head=True, truncated_vocab_size=41)
+    with pytest.raises(ValueError, match="truncated_vocab_size=0"):
+        MedusaConfig(2, 1, 8, 40, original_lm_head=True, truncated_vocab_size=0)
+    with pytest.raises(ValueError, match="truncated_vocab_size=True"):
+        MedusaConfig(2, 1, 8, 40, original_lm_head=True, truncated_vocab_size=True)
+    with pytest.raises(ValueError, match="original_lm_head"):
+        MedusaConfig(2, 1, 8, 40, truncated_vocab_size=10)
+    with pytest.raises(ValueError, match="one projection each"):
+        Medusa(MedusaConfig(2, 1, 8, 40)).set_token_map(torch.tensor([1, 2]))
+    bad = [(torch.tensor([1, 1, 2]), ValueError, "twice"), (torch.tensor([3, 40]), ValueError, "token id 40"),
+           (torch.tensor([-1, 3]), ValueError, "token id -1"), (torch.tensor([1.0, 2.0]), ValueError, "dtype"),
+           (torch.tensor([[1, 2]]), ValueError, "shape"), (torch.arange(40), ValueError, "fewer than"),
+           (torch.tensor([], dtype=torch.long), ValueError, "truncated_vocab_size=0"),
+           ([1, 2], TypeError, "torch.Tensor")]
+    for token_map, error, match in bad:
+        heads = _shared_heads()
+        with pytest.raises(error, match=match):
+            heads.set_token_map(token_map)
+        assert heads.token_map is None and heads.heads[0][-1].weight.shape == (40, 16)  # nothing changed
+    heads = _shared_heads()
+    heads.set_token_map(torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="already score 2 tokens"):
+        heads.set_token_map(torch.tensor([1, 2]))
+
+    heads.save_pretrained(tmp_path / "ok")
+    weights = load_file(tmp_path / "ok" / "medusa_lm_head.safetensors")
+    for name, token_map, match in [("missing", None, "needs a 'token_map'"),
+                                   ("short", torch.tensor([1]), r"shape \(1,\)"),
+                                   ("repeated", torch.tensor([3, 3]), "twice")]:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text((tmp_path / "ok" / "config.json").read_text())
+        kept = {k: v for k, v in weights.items() if k != "token_map"}
+        save_file(kept if token_map is None else {**kept, "token_map": token_map},
+                  folder / "medusa_lm_head.safetensors")
+        with pytest.raises(ValueError, match=match):
+            load_medusa(folder)
+
+
+@pytest.mark.parametrize("num_layers, original_lm_head", [(1, True), (2, False)])
+def test_inference_path_runs_the_first_layers_as_one_matmul(num_layers, original_lm_head):
+    """Without autograd the heads' first ResBlock layers run as one Linear over their concatenated weights: the
+    logits equal the head-by-head path's, for fewer heads too, also under the model runner's oneDNN dispatch, and
+    the concatenation follows in-place changes of a head's weights."""
+    from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm, packable_dtypes
+
+    torch.manual_seed(0)
+    heads = Medusa(MedusaConfig(3, num_layers, 16, 40, original_lm_head=original_lm_head))
+    for p in heads.parameters():
+        nn.init.normal_(p, std=0.3)
+    x = torch.randn(5, 16)
+    for dispatched in (False, True):
+        if dispatched:
+            if torch.float32 not in packable_dtypes():
+                break
+            heads.requires_grad_(False)
+            dispatch_cpu_unquantized_gemm(heads)
+        for num_heads in (3, 2):
+            with torch.inference_mode():
+                fast = heads(x, num_heads)
+            torch.testing.assert_close(fast, _reference_of(heads, x)[:num_heads])
+    with torch.no_grad():
+        heads.heads[1][0].linear.weight.mul_(2.0)
+    with torch.inference_mode():
+        torch.testing.assert_close(heads(x), _reference_of(heads, x))
+    if dispatched:
+        fused = heads.__dict__["_first_linears"][3][1]
+        assert "_onednn" in fused.__dict__ and fused.weight.shape == (48, 16)
+
+
+def _reference_of(heads: Medusa, x: torch.Tensor) -> torch.Tensor:
+    """Head by head, with autograd on: the readable path."""
+    with torch.enable_grad():
+        return torch.stack([head(x) for head in heads.heads]).detach()

@@ -147,6 +147,7 @@ class Session:
             kv_cache_memory_bytes=job["kv_cache_memory_bytes"],
             speculative_config=job["speculative_config"],
             disable_log_stats=False,  # LLM's default True would leave get_metrics() without counters
+            **job.get("vllm_engine_args", {}),  # a test's extra vLLM-only arguments (e.g. model_loader_extra_config)
         )
         init_s = time.perf_counter() - start
         self.catcher = _LineCatcher()

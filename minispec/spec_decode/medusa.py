@@ -101,9 +101,9 @@ class MedusaProposer:
         target_hidden_states: torch.Tensor,  # [B, H] at each request's last valid token
     ) -> list[list[int]]:
         hidden = target_hidden_states.to(self.heads.heads[0][-1].weight.dtype)
-        # ranks over the draft vocabulary, then target ids: the same drafts as ranking vLLM's -inf-filled
-        # full-vocabulary logits (`self.heads(hidden)`) without building them
-        logits = self.heads.draft_logits(hidden, self.num_heads)  # [num_heads, B, draft_vocab]
+        # ranks over the draft vocabulary, then target ids: the drafts of ranking vLLM's -inf-filled
+        # full-vocabulary logits, without building them (the heads' forward: compiled under enforce_eager=False)
+        logits = self.heads(hidden, self.num_heads, on_target_vocab=False)  # [num_heads, B, draft_vocab]
         if self.tree is None:
             return self.heads.draft_to_target(logits.argmax(dim=-1)).T.tolist()  # [B, k]
         candidates = self.heads.draft_to_target(logits.topk(self.topk, dim=-1).indices)  # [num_heads, B, topk]

@@ -140,8 +140,9 @@ def make_llm(config: str | dict, target: str = "zoo:target", dtype: str = "float
 
 
 class _MedusaLogits:
-    """Wraps the Medusa heads' `draft_logits` (what the proposer calls): the log-probabilities of each call,
-    [num_heads, V] for row 0, on the target's vocabulary (-inf off a truncated one's token_map)."""
+    """Wraps the Medusa heads' `draft_logits` (what the proposer's call of the heads runs, eager): the
+    log-probabilities of each call, [num_heads, V] for row 0, on the target's vocabulary (-inf off a truncated
+    one's token_map)."""
 
     def __init__(self, heads: torch.nn.Module):
         self.calls: list[torch.Tensor] = []

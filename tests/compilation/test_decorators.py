@@ -10,7 +10,7 @@ from minispec import LLM, SamplingParams
 from minispec.compilation import decorators
 from minispec.model_executor.layers.utils import packable_dtypes
 from minispec.spec_decode.draft_vocab import write_token_counts
-from tests.eagle_models import make_eagle, make_eagle3
+from tests.eagle_models import make_eagle, make_eagle3, randomize
 from tests.hf_models import VOCAB, make_model_dir
 
 PROMPTS = [[1, 5, 6, 7, 5, 6, 7, 5, 6], [1, 9, 10, 11, 12, 13, 9, 10], [1, 30], [1, 40, 41, 42, 40, 41, 42, 3]]
@@ -29,6 +29,20 @@ def models(tmp_path_factory):
                        "a test")  # FR-Spec's ranking: a shuffled vocabulary, so d2t is not zero
     eagle3 = make_eagle3(get_model(target)).save_pretrained(root / "eagle3", dtype=torch.float32)
     return str(target), str(draft), str(eagle), str(eagle3)
+
+
+@pytest.fixture(scope="module")
+def medusa_heads(models, tmp_path_factory):
+    """Medusa heads sharing one projection, with token counts: what draft_vocab_size cuts."""
+    from minispec.model_executor.model_loader import get_model
+    from minispec.model_executor.models.medusa import Medusa, MedusaConfig
+
+    heads = Medusa(MedusaConfig(3, 1, get_model(models[0]).config.hidden_size, VOCAB, original_lm_head=True))
+    randomize(heads, seed=6)
+    folder = tmp_path_factory.mktemp("medusa") / "heads"
+    heads.save_pretrained(folder)
+    write_token_counts(folder, torch.randperm(VOCAB, generator=torch.Generator().manual_seed(7)).numpy(), "a test")
+    return str(folder)
 
 
 def generate(llm, prompts, params, logprobs=False):
@@ -66,14 +80,17 @@ def test_compiled_greedy_equals_compiled_plain(models):
         assert llm.get_spec_decoding_stats().num_draft_tokens > 0, spec
 
 
-def test_drafter_compiled_under_an_eager_target(models):
+def test_drafter_compiled_under_an_eager_target(models, medusa_heads):
     """speculative_config enforce_eager=False compiles the drafter alone: the target stays eager on packed
-    weights, so greedy output equals eager plain decoding bit for bit, whatever the compiled drafter drafts."""
+    weights, so greedy output equals eager plain decoding bit for bit, whatever the compiled drafter drafts.
+    The Medusa proposer calls the heads' compiled forward (never the eager path's fused first layers)."""
     target, draft, eagle, eagle3 = models
     plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
     for spec in (
         {"method": "draft_model", "model": draft, "num_speculative_tokens": 3, "enforce_eager": False},
         {"method": "eagle3", "model": eagle3, "num_speculative_tokens": 2, "enforce_eager": False},
+        {"method": "medusa", "model": medusa_heads, "speculative_token_tree": "[(0,), (1,), (0, 0)]",
+         "draft_vocab_size": 48, "enforce_eager": False},
     ):
         llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
         runner = llm.llm_engine.model_runner
@@ -81,6 +98,8 @@ def test_drafter_compiled_under_an_eager_target(models):
         assert not getattr(runner.model, "is_compiled", False)
         assert generate(llm, PROMPTS, greedy()) == plain, spec
         assert llm.get_spec_decoding_stats().num_draft_tokens > 0, spec
+        if spec["method"] == "medusa":
+            assert "_first" not in runner.drafter.heads.__dict__
 
 
 def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):

@@ -30,9 +30,10 @@ token. The projection is stored with n rows, or with all of them and cut on load
 reads both. vLLM builds a projection of n rows only for the shared one, so a truncated vocabulary needs
 `original_lm_head: true`; a `token_map` without a smaller `truncated_vocab_size` is ignored, as there.
 `set_token_map` makes the same cut in place: speculative_config `draft_vocab_size` keeps the most frequent
-tokens with it (`minispec/spec_decode/draft_vocab.py`). vLLM v0.32.0 defines this checkpoint format but cannot
-load it: `load_weights` turns `token_map` into a parameter that it does not report as loaded, and the loader's
-completeness check (`DefaultModelLoader.track_weights_loading`) then refuses the folder (docs/vllm.md).
+tokens with it (`minispec/spec_decode/draft_vocab.py`). vLLM v0.32.0 defines this checkpoint format but refuses
+it by default: `load_weights` turns `token_map` into a parameter that it does not report as loaded, and the
+loader's completeness check (`DefaultModelLoader.track_weights_loading`) then fails; with the check off
+(`model_loader_extra_config={"enable_weights_track": False}`) it loads and drafts as minispec does (docs/vllm.md).
 """
 
 from __future__ import annotations
@@ -125,10 +126,13 @@ class Medusa(nn.Module):
     def num_heads(self) -> int:
         return self.config.medusa_num_heads
 
-    def forward(self, hidden_states: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
-        """hidden_states [N, H] -> logits [num_heads, N, vocab] of the first `num_heads` heads; under a truncated
-        vocabulary -inf on every token off the token_map, as vLLM's `compute_logits`."""
-        return self.logits_on_target_vocab(self.draft_logits(hidden_states, num_heads))
+    def forward(self, hidden_states: torch.Tensor, num_heads: int | None = None,
+                on_target_vocab: bool = True) -> torch.Tensor:
+        """hidden_states [N, H] -> logits [num_heads, N, vocab] of the first `num_heads` heads, -inf on every token
+        off a truncated vocabulary's token_map (vLLM's `compute_logits`); with on_target_vocab=False the logits
+        over the draft vocabulary, [num_heads, N, draft_vocab_size], which the proposer ranks."""
+        logits = self.draft_logits(hidden_states, num_heads)
+        return self.logits_on_target_vocab(logits) if on_target_vocab else logits
 
     def logits_on_target_vocab(self, draft_logits: torch.Tensor) -> torch.Tensor:
         """[..., draft_vocab_size] -> [..., vocab]: -inf on every token off the token_map (vLLM's compute_logits)."""
@@ -140,36 +144,55 @@ class Medusa(nn.Module):
     def draft_logits(self, hidden_states: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
         """hidden_states [N, H] -> logits [num_heads, N, draft_vocab_size]: column j scores token
         `draft_to_target(j)` (j itself unless the vocabulary is truncated)."""
-        num_heads = num_heads or self.num_heads
-        if torch.is_grad_enabled():  # training: the readable path, head by head
+        num_heads = self._check_num_heads(num_heads)
+        first = None if torch.is_grad_enabled() or torch.compiler.is_compiling() else self._first_linear()
+        if first is None:  # training, a compiled forward (Inductor fuses it itself): the readable path
             blocks = torch.stack([head[:-1](hidden_states) for head in self.heads[:num_heads]])  # [heads, N, H]
         else:
-            blocks = self._blocks(hidden_states, num_heads)
+            blocks = self._blocks(first, hidden_states, num_heads)
         if not self.config.original_lm_head:
             return torch.stack([head[-1](b) for head, b in zip(self.heads, blocks)])
         return self.heads[0][-1](blocks)  # the shared projection, its weight read once for every head
 
-    def _blocks(self, hidden_states: torch.Tensor, num_heads: int) -> torch.Tensor:
+    def _check_num_heads(self, num_heads) -> int:
+        if num_heads is None:
+            return self.num_heads
+        allowed = f"allowed: None (every head) or an int from 1 to medusa_num_heads={self.num_heads}"
+        if not isinstance(num_heads, int) or isinstance(num_heads, bool):
+            raise TypeError(f"num_heads={num_heads!r}; {allowed}")
+        if not 1 <= num_heads <= self.num_heads:
+            raise ValueError(f"num_heads={num_heads}; {allowed}")
+        return num_heads
+
+    def _blocks(self, first: nn.Linear, hidden_states: torch.Tensor, num_heads: int) -> torch.Tensor:
         """Every head's ResBlocks without autograd -> [num_heads, N, H]. The heads' first Linear layers all read
-        hidden_states, so they run as one Linear over their concatenated weights: one matmul instead of one per
-        head, and on a CPU the same dot products (under the engine's oneDNN dispatch, a third of the heads' time
-        at batch 1, docs/benchmarks.md)."""
+        hidden_states, so they run as one Linear over their concatenated weights (`first`): one matmul instead of
+        one per head (under the engine's dispatch a third off the heads' time at batch 1, docs/benchmarks.md).
+        The results are the head-by-head path's bit for bit where the wider product computes each output as the
+        narrower ones do (oneDNN's packed calls, tested) and the SiLU's vector loops have no scalar tail (a hidden
+        size that is a multiple of 64, as every real model's)."""
         n, h = len(hidden_states), self.config.hidden_size
-        first = self._first_linear(num_heads)(hidden_states)  # [N, num_heads * H]
-        blocks = hidden_states + nn.functional.silu(first.view(n, num_heads, h).transpose(0, 1))  # [heads, N, H]
+        out = first(hidden_states)[:, : num_heads * h]  # [N, num_heads * H]
+        blocks = hidden_states + nn.functional.silu(out.view(n, num_heads, h).transpose(0, 1))
+        blocks = blocks.contiguous()  # [num_heads, N, H], laid out as torch.stack would
         if self.config.medusa_num_layers == 1:
             return blocks
         return torch.stack([head[1:-1](b) for head, b in zip(self.heads, blocks)])
 
-    def _first_linear(self, num_heads: int) -> nn.Linear:
-        """One Linear(H, num_heads * H): the first `num_heads` heads' first ResBlock layers, concatenated; made
-        again when one of them changes (new data, or an in-place write moving its version counter)."""
-        linears = [head[0].linear for head in self.heads][:num_heads]
-        key = tuple((p.data_ptr(), p._version) for linear in linears for p in (linear.weight, linear.bias))
-        cache = self.__dict__.setdefault("_first_linears", {})  # not a submodule: no state_dict entry
-        if num_heads not in cache or cache[num_heads][0] != key:
-            cache[num_heads] = (key, _concatenated(linears))
-        return cache[num_heads][1]
+    def _first_linear(self) -> nn.Linear | None:
+        """One Linear(H, num_heads * H): every head's first ResBlock layer, concatenated; made again when one of
+        them changes (new data, dtype or device, an in-place write moving its version counter, another linear
+        dispatch). None for weights made under inference mode, which keep no version counter."""
+        linears = [head[0].linear for head in self.heads]
+        params = [p for linear in linears for p in (linear.weight, linear.bias)]
+        if any(p.is_inference() for p in params):
+            return None
+        key = (tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params),
+               linears[0].__dict__.get("_onednn_min_rows"))  # None: not dispatched
+        cached = self.__dict__.get("_first")  # not a submodule: no state_dict entry
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_first"] = (key, _concatenated(linears))
+        return cached[1]
 
     def draft_to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
         """Columns of `draft_logits` -> target token ids (through token_map when the vocabulary is truncated)."""
@@ -185,9 +208,9 @@ class Medusa(nn.Module):
             raise ValueError(f"the heads already score {self.config.draft_vocab_size} tokens (truncated_vocab_size)")
         if not isinstance(token_map, torch.Tensor):
             raise TypeError(f"token_map must be a torch.Tensor of token ids; got {type(token_map).__name__}")
-        if token_map.numel() >= self.config.vocab_size:
-            raise ValueError(f"token_map holds {token_map.numel()} ids; a truncated vocabulary keeps fewer than "
-                             f"vocab_size={self.config.vocab_size}")
+        if not 1 <= token_map.numel() < self.config.vocab_size:
+            raise ValueError(f"token_map holds {token_map.numel()} ids; a truncated vocabulary keeps from 1 to "
+                             f"vocab_size - 1 = {self.config.vocab_size - 1}")
         config = replace(self.config, truncated_vocab_size=token_map.numel())
         old = self.heads[0][-1].weight  # [vocab, H]
         token_map = check_token_map(token_map, config, "token_map").to(old.device)
@@ -244,7 +267,7 @@ def _concatenated(linears: list[nn.Linear]) -> nn.Linear:
         fused.weight = nn.Parameter(torch.cat([linear.weight.detach() for linear in linears]), False)
         fused.bias = nn.Parameter(torch.cat([linear.bias.detach() for linear in linears]), False)
     if "_onednn" in linears[0].__dict__:
-        dispatch_cpu_unquantized_gemm(fused)
+        dispatch_cpu_unquantized_gemm(fused, min_rows=linears[0]._onednn_min_rows)
     return fused
 
 

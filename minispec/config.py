@@ -221,6 +221,11 @@ class SpeculativeConfig:
     # CPU, compiling is what removes a small network's per-operation cost, as CUDA graphs do for vLLM's drafter
     # on a GPU); True keeps the drafter eager under a compiled target. n-gram lookup has no network to compile
     enforce_eager: bool | None = None
+    # vLLM's: the draft's quantization method. minispec takes vLLM's online shorthand
+    # "int8_per_channel_weight_only" and applies it to every linear layer of the drafter's own network (vLLM
+    # v0.32.0 applies that shorthand to MoE experts only): int8 weights with one scale per output row, made when
+    # the engine loads (minispec/model_executor/layers/quantization/int8.py)
+    quantization: str | None = None
 
     def __post_init__(self) -> None:
         self._check_method_and_model()
@@ -244,6 +249,7 @@ class SpeculativeConfig:
                              + (": an EAGLE-3 head's draft vocabulary is fixed by its checkpoint"
                                 if self.method == "eagle3" else ""))
         self._check_draft_sample_method()
+        self._check_quantization()
         if self.enforce_eager is not None and not isinstance(self.enforce_eager, bool):
             raise _type_error("speculative_config enforce_eager", self.enforce_eager,
                               "None (the engine's enforce_eager), True (eager drafter) or False (compiled drafter)")
@@ -253,6 +259,14 @@ class SpeculativeConfig:
                 f"[1, {MAX_SPEC_LEN}]" + (", or a token tree / total_tokens to derive it from"
                                           if self.method in TREE_METHODS else "")
             )
+
+    def _check_quantization(self) -> None:
+        from minispec.model_executor.layers.quantization.int8 import check_quantization
+
+        self.quantization = check_quantization(self.quantization)
+        if self.quantization is not None and self.method == "ngram":
+            raise ValueError(f"speculative_config quantization={self.quantization!r} quantizes a drafter's network; "
+                             f"method='ngram' has none (a model-based method: {sorted(set(SPEC_METHODS) - {'ngram'})})")
 
     def _check_method_and_model(self) -> None:
         if not isinstance(self.method, str):

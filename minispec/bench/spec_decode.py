@@ -81,6 +81,13 @@ METHODS: dict[str, dict] = {
     # tokens), so each depth skips three quarters of the lm_head product (minispec/spec_decode/draft_vocab.py)
     "EAGLE-2 FR-1024 compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "draft_vocab_size": 1024,
                                  "enforce_eager": False},
+    # int8 weights for the head (speculative_config quantization, vLLM's shorthand applied to its linear layers): a
+    # compiled depth reads 2.26 MB instead of 9 MB (c 0.22-0.25 -> 0.16-0.19 in float32, docs/benchmarks.md)
+    "eagle chain FR-1024 int8 compiled": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4,
+                                          "draft_vocab_size": 1024, "enforce_eager": False,
+                                          "quantization": "int8_per_channel_weight_only"},
+    "EAGLE-2 FR-1024 int8 compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "draft_vocab_size": 1024,
+                                      "enforce_eager": False, "quantization": "int8_per_channel_weight_only"},
     "eagle3 chain k=4": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 4},
     "eagle3 tree (16)": {"method": "eagle3", "model": "zoo:eagle3", **EAGLE2},
 }

@@ -146,8 +146,24 @@ def compile_drafting_call(method, network: nn.Module, kind: str = "batch"):
     if kind == "one row":
         options = one_row_options(options)
     elif kind == "tree":
-        options = one_request_tree_options(options, next(network.parameters()).dtype)
-    return compile_method(method, options)
+        options = one_request_tree_options(options, network_dtype(network))
+    return compile_method(method, keep_int8_weights(network, options))
+
+
+def keep_int8_weights(network: nn.Module, options: dict | None) -> dict | None:
+    """Options for a network with int8 layers (speculative_config quantization): freezing off, since freezing
+    would fold each int8 weight's conversion into a float copy and the products would read that copy instead
+    (minispec/model_executor/layers/quantization/int8.py). The caller's options win."""
+    from minispec.model_executor.layers.quantization.int8 import is_quantized
+
+    return {"freezing": False} | dict(options or {}) if is_quantized(network) else options
+
+
+def network_dtype(network: nn.Module) -> torch.dtype:
+    """The dtype a network computes in: its first floating-point parameter's or buffer's (an int8 network's
+    scales)."""
+    tensors = [*network.parameters(), *network.buffers()]
+    return next(t.dtype for t in tensors if t.dtype.is_floating_point)
 
 
 def _widen_one_row_decomposition() -> None:
@@ -174,7 +190,7 @@ def compile_model(model: nn.Module, device: torch.device, options: dict | None =
         # reach the pass that packs the weights
         torch._inductor.config.freezing = True
         dispatch_cpu_unquantized_gemm(model)
-    model.forward = compile_method(model.forward, options)
+    model.forward = compile_method(model.forward, keep_int8_weights(model, options))
     model.is_compiled = True
     model.inductor_compile_config = dict(options or {})  # for what else of it gets compiled (greedy_steps)
     return model

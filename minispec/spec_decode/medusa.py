@@ -100,7 +100,7 @@ class MedusaProposer:
         sampling_metadata: SamplingMetadata,
         target_hidden_states: torch.Tensor,  # [B, H] at each request's last valid token
     ) -> list[list[int]]:
-        hidden = target_hidden_states.to(self.heads.heads[0][-1].weight.dtype)
+        hidden = target_hidden_states.to(self.heads.dtype)
         # ranks over the draft vocabulary, then target ids: the drafts of ranking vLLM's -inf-filled
         # full-vocabulary logits, without building them (the heads' forward: compiled under enforce_eager=False)
         logits = self.heads(hidden, self.num_heads, on_target_vocab=False)  # [num_heads, B, draft_vocab]

@@ -31,6 +31,7 @@ from minispec.config import SpeculativeConfig
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
 from minispec.engine.step_record import PhaseTimer, StepRecord
+from minispec.model_executor.layers.quantization.int8 import quantize_linear_layers
 from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.outputs import Logprob
@@ -132,6 +133,8 @@ class ModelRunner(TreeVerificationMixin):
             self.aux_hidden_layers = tuple(sorted(set(self.drafter.draft.aux_hidden_layers)))
         else:
             raise ValueError(f"speculative_config method={spec.method!r} has no proposer")
+        if spec.quantization is not None:  # as vLLM's loader: the draft's weights quantized once loaded
+            quantize_linear_layers(self._drafter_network())
         self.rejection_sampler = RejectionSampler(self.sampler)
         if spec.acceptance_method == "typical_acceptance_sampler":
             self.typical_acceptance_sampler = TypicalAcceptanceSampler(

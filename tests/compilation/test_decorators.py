@@ -225,6 +225,28 @@ def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
     assert len(set(map(str, counts.values()))) == 1 and counts[True, True][0] > 0
 
 
+@pytest.mark.parametrize("spec", [{"method": "eagle", "num_speculative_tokens": 3, "draft_vocab_size": 48},
+                                  {"method": "eagle", "total_tokens": 8, "depth": 3, "top_k": 2},
+                                  {"method": "draft_model", "num_speculative_tokens": 3}],
+                         ids=["EAGLE chain, FR-Spec", "EAGLE-2 tree", "draft model"])
+def test_compiled_int8_drafters_keep_the_output(models, spec):
+    """speculative_config quantization: a compiled drafter with int8 layers (one-row products as Inductor's loops,
+    more rows through the int8 kernel's custom op, freezing off) speculates, and greedy output stays equal to
+    plain decoding's in float32."""
+    from minispec.model_executor.layers.quantization.int8 import Int8Linear
+
+    target = models[0]
+    spec = spec | {"model": models[2] if spec["method"] == "eagle" else models[1], "enforce_eager": False,
+                   "quantization": "int8_per_channel_weight_only"}
+    plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
+    llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
+    network = llm.llm_engine.model_runner._drafter_network()
+    assert not any(type(m) is torch.nn.Linear for m in network.modules())
+    assert any(isinstance(m, Int8Linear) for m in network.modules())
+    assert generate(llm, PROMPTS, greedy()) == plain
+    assert llm.get_spec_decoding_stats().num_drafts > 0  # (the random test draft model's are all rejected)
+
+
 def test_compilation_config_reaches_the_compiled_drafter(models):
     """vLLM's compilation_config: inductor_compile_config goes to every compiled network (here only the draft model
     and its greedy steps; the target runs eager), and with max_autotune Inductor's own C++ GEMMs keep the output

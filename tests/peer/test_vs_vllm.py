@@ -136,3 +136,25 @@ def test_vllm_refuses_its_own_truncated_medusa_format_by_default(tmp_path):
         assert row.num_equal == row.num_prompts, f"{row.phase}: {row.num_equal}/{row.num_prompts} equal"
         assert row.minispec["num_drafts"] > 0 and row.vllm["num_accepted_tokens"] > 0, row.phase
         assert row.verdict == "equal", f"{row.phase}: the engines part at {row.divergence}"
+
+
+@pytest.mark.parametrize("name", ["draft_model", "eagle"])
+def test_vllm_takes_the_int8_dict_in_bfloat16_only(name):
+    """speculative_config quantization="int8_per_channel_weight_only": vLLM v0.32.0 refuses the method in float32
+    (the float32 test dtype) and runs it in bfloat16, the zoo's "auto" dtype. Its shorthand quantizes MoE
+    experts only (vllm/config/quantization.py), so the zoo drafter keeps its bfloat16 weights there while
+    minispec's runs in int8: both engines speculate, with other drafts (docs/vllm.md). minispec's tokens equal
+    plain decoding's in float32 (tests/spec_decode/test_exact_sampling_params.py)."""
+    job = vs_vllm.make_job(name, QUICK)
+    job["speculative_config"]["quantization"] = "int8_per_channel_weight_only"
+    with pytest.raises(RuntimeError, match="float32 is not supported for quantization method"):
+        vs_vllm.VllmSide(job).close()
+
+    job["dtype"] = "bfloat16"
+    vllm_side = vs_vllm.VllmSide(job, QUICK.threads)
+    try:
+        vl, ms = vs_vllm.run_turns([vllm_side, vs_vllm.MinispecSide(job)], job, 1)
+    finally:
+        vllm_side.close()
+    for row in vs_vllm.compare(name, job, ms | {"torch_threads": QUICK.threads}, vl):
+        assert row.minispec["num_accepted_tokens"] > 0 and row.vllm["num_accepted_tokens"] > 0, row.phase

@@ -52,6 +52,8 @@ def spec_configs(m: dict[str, str]) -> dict[str, dict | None]:
         "eagle2_fr_spec": {"method": "eagle", "model": m["eagle"], "total_tokens": 6, "depth": 2, "top_k": 2,
                            "draft_vocab_size": 48},
         "eagle3": {"method": "eagle3", "model": m["eagle3"], "num_speculative_tokens": 3},
+        "draft_model_int8": {"method": "draft_model", "model": m["draft"], "num_speculative_tokens": 3,
+                             "quantization": "int8_per_channel_weight_only"},
     }
 
 

@@ -29,6 +29,9 @@ METHODS = {
                        "draft_vocab_size": 1024},
     "eagle3": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 3},
 }
+# the same drafters with int8 weights (speculative_config quantization): other drafts, the same output
+INT8 = {"quantization": "int8_per_channel_weight_only"}
+METHODS |= {f"{name}_int8": METHODS[name] | INT8 for name in ("draft_model", "medusa_fr_spec", "eagle2_fr_spec", "eagle3")}
 MAX_TOKENS = 40
 
 

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from minispec.attention.paged_attention import AttentionMetadata
+from minispec.model_executor.layers.quantization.int8 import linear_dtype
 from minispec.model_executor.models.llama import LlamaArchConfig, LlamaDecoderLayer, LlamaForCausalLM, RMSNorm
 from minispec.model_executor.models.llama_eagle import (
     load_into,
@@ -106,7 +107,7 @@ class Eagle3LlamaForCausalLM(nn.Module):
         return table(input_ids)
 
     def combine_hidden_states(self, features: torch.Tensor) -> torch.Tensor:
-        return self.fc(features.to(self.fc.weight.dtype))  # [T, 3H] -> [T, H]
+        return self.fc(features.to(linear_dtype(self.fc)))  # [T, 3H] -> [T, H]
 
     def forward(self, input_ids, positions, hidden_states, kv_caches, attn_metadata: AttentionMetadata):
         """hidden_states [T, H]: fused target features or fed-back states. Returns (normed, to feed back)."""

@@ -46,6 +46,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from minispec.model_executor.layers.quantization.int8 import Int8Linear, linear_dtype
 from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 
 SAFETENSORS_FILE = "medusa_lm_head.safetensors"
@@ -126,6 +127,11 @@ class Medusa(nn.Module):
     def num_heads(self) -> int:
         return self.config.medusa_num_heads
 
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype the heads compute in (their projection's, int8 or not)."""
+        return linear_dtype(self.heads[0][-1])
+
     def forward(self, hidden_states: torch.Tensor, num_heads: int | None = None,
                 on_target_vocab: bool = True) -> torch.Tensor:
         """hidden_states [N, H] -> logits [num_heads, N, vocab] of the first `num_heads` heads, -inf on every token
@@ -184,7 +190,8 @@ class Medusa(nn.Module):
         them changes (new data, dtype or device, an in-place write moving its version counter, another linear
         dispatch). None for weights made under inference mode, which keep no version counter."""
         linears = [head[0].linear for head in self.heads]
-        params = [p for linear in linears for p in (linear.weight, linear.bias)]
+        params = [p for linear in linears for p in (linear.weight, linear.bias, getattr(linear, "weight_scale", None))
+                  if p is not None]
         if any(p.is_inference() for p in params):
             return None
         key = (tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params),
@@ -204,6 +211,9 @@ class Medusa(nn.Module):
         if not self.config.original_lm_head:
             raise ValueError("a truncated vocabulary needs original_lm_head: true (one projection shared by every "
                              "head, the only one vLLM v0.32.0 truncates); these heads have one projection each")
+        if isinstance(self.heads[0][-1], Int8Linear):
+            raise ValueError("set_token_map cuts a float projection; these heads are int8 already (quantize them "
+                             "after cutting, as the engine does)")
         if self.config.is_truncated:
             raise ValueError(f"the heads already score {self.config.draft_vocab_size} tokens (truncated_vocab_size)")
         if not isinstance(token_map, torch.Tensor):
@@ -259,9 +269,13 @@ class Medusa(nn.Module):
         return folder
 
 
-def _concatenated(linears: list[nn.Linear]) -> nn.Linear:
+def _concatenated(linears: list[nn.Linear]) -> nn.Linear | Int8Linear:
     """Linear layers of one input size as one Linear whose outputs are theirs side by side, routed through the
-    oneDNN dispatch when theirs are (the model runner's CPU linear method packs the heads' layers)."""
+    oneDNN dispatch when theirs are (the model runner's CPU linear method packs the heads' layers); int8 layers
+    (speculative_config quantization) as one int8 layer, their rows and scales side by side."""
+    if isinstance(linears[0], Int8Linear):
+        return Int8Linear(*(torch.cat([getattr(linear, name) for linear in linears])
+                            for name in ("weight", "weight_scale", "bias")), linears[0].dtype)
     fused = nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), device="meta")
     with torch.inference_mode(False):  # ordinary tensors, whose version counter the dispatch reads
         fused.weight = nn.Parameter(torch.cat([linear.weight.detach() for linear in linears]), False)

@@ -1,0 +1,159 @@
+"""Weight-only int8 for a drafter's linear layers: per-output-channel scales, computed when the engine loads.
+
+Chapters 1 and 5. vLLM v0.32.0 counterparts: the online shorthand `int8_per_channel_weight_only`
+(`vllm/config/quantization.py`), whose per-row quantization is `Int8OnlineMoEMethod._quantize_weights` in
+`vllm/model_executor/layers/quantization/online/int8.py`, and speculative_config `quantization`, the draft model's
+quantization method (`vllm/config/speculative.py`). vLLM applies that shorthand to MoE experts only and leaves
+linear layers unquantized; minispec applies the same per-row scheme to every `nn.Linear` of the drafter's own
+network (a draft model, an EAGLE head, Medusa's heads), never to the target's layers.
+
+Why a drafter: chapter 1's lesson holds for it too. At batch 1 a draft step reads every weight once for one
+row of arithmetic, and in the engine those weights come back from memory after each target forward has pushed
+them out of the caches. int8 reads a quarter of float32's bytes. The drafts change a little (each weight is
+rounded to one of 255 levels of its row), the output does not: the target verifies every draft, so greedy
+output stays token for token the target's, and sampling stays lossless.
+
+    scale[o] = max_i |W[o, i]| / 127          q[o, i] = round(W[o, i] / scale[o]) in [-127, 127]
+    y = x @ (q * scale[:, None])^T + bias = (x @ q^T) * scale + bias
+
+How the product runs (`int8_linear`):
+- one row in a compiled graph (a batch-1 drafting step): a multiply-and-sum written out, which Inductor turns
+  into one loop that reads the int8 weight and converts it in registers (`minispec/compilation/decorators.py`
+  turns freezing off for such a network, since freezing would fold the conversion into a float32 copy);
+- more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
+  output. Its fast kernels take bfloat16 activations, so float32 rows go in as bfloat16 (the drafter's own
+  rounding). In a graph it is one opaque call (`int8_weight_only_mm`, a custom op): Inductor cannot lower the
+  aten op's fused inputs, and its loops lost to the kernel at two rows (an EAGLE-2 depth);
+- elsewhere (a GPU): the weight converted to the activations' dtype, then one matmul (the readable slow path).
+
+Where it pays (docs/benchmarks.md, "int8 drafters"): a drafter whose weights are read from memory, not from the
+caches. The compiled EAGLE head with FR-Spec's 1024 tokens (2.26M weights, 9 MB in float32) drafts a depth at
+c = 0.16-0.19 instead of 0.22-0.25 of a target step. The zoo's draft model (0.92M weights) stays in the caches
+between its steps, and there the conversion costs more than the bytes save: c = 0.08-0.09 against 0.06-0.07.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+INT8_PER_CHANNEL_WEIGHT_ONLY = "int8_per_channel_weight_only"  # vLLM's shorthand name
+QUANTIZATION_METHODS = (INT8_PER_CHANNEL_WEIGHT_ONLY,)  # speculative_config "quantization" values minispec takes
+INT8_MAX = 127  # symmetric: -127..127, as vLLM's clamp(-vmax, vmax)
+MUL_SUM_MAX_ROWS = 1  # compiled products of this many rows or fewer are written as a multiply-and-sum
+
+
+def quantize_per_channel(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """weight [out, in] -> (q int8 [out, in], scale [out] float32): vLLM's per-row rule. A row of zeros gets
+    scale 1 (q = 0), so no division by zero."""
+    w = weight.detach().float()
+    scale = w.abs().amax(dim=1) / INT8_MAX  # [out]
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    q = (w / scale[:, None]).round().clamp(-INT8_MAX, INT8_MAX).to(torch.int8)  # [out, in]
+    return q, scale
+
+
+class Int8Linear(nn.Module):
+    """An nn.Linear whose weight is int8 with one scale per output row. `weight` [out, in] int8 and
+    `weight_scale` [out] (in the activations' dtype) are buffers, so `.to(dtype)` leaves the int8 weight alone
+    and moves the scale and bias with the model's dtype."""
+
+    def __init__(self, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype):
+        super().__init__()
+        self.out_features, self.in_features = weight.shape
+        self.register_buffer("weight", weight)  # [out, in] int8
+        self.register_buffer("weight_scale", scale.to(dtype))  # [out]
+        self.register_buffer("bias", None if bias is None else bias.detach().to(dtype))  # [out]
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> Int8Linear:
+        q, scale = quantize_per_channel(linear.weight)
+        return cls(q, scale, linear.bias, linear.weight.dtype)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The activations' dtype (the model's): what the layer takes and returns."""
+        return self.weight_scale.dtype
+
+    def dequantized_weight(self) -> torch.Tensor:
+        """[out, in] in the activations' dtype: the weight this layer multiplies by."""
+        return self.weight.to(self.dtype) * self.weight_scale[:, None]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return int8_linear(x, self.weight, self.weight_scale, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
+                bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x [..., in] -> [..., out] = (x @ weight^T) * scale + bias, weight int8 [out, in], scale [out]."""
+    out_features, in_features = weight.shape
+    rows = x.numel() // in_features
+    flat = x.reshape(rows, in_features)
+    compiling = torch.compiler.is_compiling()
+    if compiling and rows <= MUL_SUM_MAX_ROWS:
+        # one loop per output that reads the int8 weight: [rows, 1, in] * [out, in], summed over in
+        y = (flat.unsqueeze(1) * weight.to(x.dtype)).sum(-1) * scale  # [rows, out]
+    elif x.device.type == "cpu":  # inside a graph as one opaque call (Inductor cannot lower the aten op's inputs)
+        y = (torch.ops.minispec.int8_weight_only_mm if compiling else int8_weight_only_mm)(flat, weight, scale)
+    else:
+        y = F.linear(flat, weight.to(x.dtype)) * scale  # [rows, out]
+    if bias is not None:
+        y = y + bias
+    return y.view(*x.shape[:-1], out_features)
+
+
+def int8_weight_only_mm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """x [rows, in] @ (weight * scale[:, None])^T -> [rows, out] with PyTorch's CPU kernel, which reads the int8
+    weight and takes bfloat16 activations and scales."""
+    out = torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16), weight, scale.to(torch.bfloat16))
+    return out.to(x.dtype)
+
+
+# the same as a custom op, which a compiled graph calls as it is
+_op = torch.library.custom_op("minispec::int8_weight_only_mm", int8_weight_only_mm, mutates_args=())
+
+
+@_op.register_fake
+def _(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return x.new_empty(x.shape[0], weight.shape[0])
+
+
+def quantize_linear_layers(model: nn.Module) -> int:
+    """Replace every nn.Linear of `model` by an Int8Linear, in place; a layer shared by several parents (Medusa's
+    one projection) becomes one Int8Linear shared by all of them. Returns how many layers."""
+    replaced: dict[int, Int8Linear] = {}
+    with torch.no_grad():
+        for parent in list(model.modules()):
+            for name, child in list(parent.named_children()):
+                if type(child) is nn.Linear:
+                    if id(child) not in replaced:
+                        replaced[id(child)] = Int8Linear.from_linear(child)
+                    setattr(parent, name, replaced[id(child)])
+    return len(replaced)
+
+
+def is_quantized(model: nn.Module) -> bool:
+    return any(isinstance(m, Int8Linear) for m in model.modules())
+
+
+def linear_dtype(layer: nn.Module) -> torch.dtype:
+    """The activations' dtype of an nn.Linear or an Int8Linear."""
+    return layer.dtype if isinstance(layer, Int8Linear) else layer.weight.dtype
+
+
+def check_quantization(quantization) -> str | None:
+    """speculative_config `quantization`: None, or a method minispec applies to a drafter (QUANTIZATION_METHODS)."""
+    if quantization is None:
+        return None
+    allowed = f"None (the drafter's checkpoint dtype) or one of {list(QUANTIZATION_METHODS)}"
+    if not isinstance(quantization, str):
+        raise TypeError(f"speculative_config quantization={quantization!r} is a {type(quantization).__name__}; "
+                        f"allowed: {allowed}")
+    if quantization not in QUANTIZATION_METHODS:
+        raise ValueError(f"speculative_config quantization={quantization!r}; allowed: {allowed}. vLLM's other "
+                         f"methods read quantized checkpoints or need GPU kernels")
+    return quantization

@@ -47,6 +47,7 @@ import warnings
 import torch
 from torch import nn
 
+from minispec.model_executor.layers.quantization.int8 import is_quantized
 from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 
 RECOMPILE_LIMIT = 64  # Dynamo's per-function cache: each engine's models are new instances of the same code
@@ -154,8 +155,6 @@ def keep_int8_weights(network: nn.Module, options: dict | None) -> dict | None:
     """Options for a network with int8 layers (speculative_config quantization): freezing off, since freezing
     would fold each int8 weight's conversion into a float copy and the products would read that copy instead
     (minispec/model_executor/layers/quantization/int8.py). The caller's options win."""
-    from minispec.model_executor.layers.quantization.int8 import is_quantized
-
     return {"freezing": False} | dict(options or {}) if is_quantized(network) else options
 
 

@@ -87,7 +87,7 @@ def head_accuracy(heads, target, windows: torch.Tensor, max_rank: int = 4, again
     per_rank, counts = np.zeros((heads.num_heads, max_rank)), []
     for i in range(heads.num_heads):
         positions = length - 2 - i  # h_t for t = 0 .. L - 3 - i predicts the token at t + 2 + i
-        logits = heads(hidden[:, :positions].reshape(-1, hidden.shape[-1]).to(heads.heads[0][-1].weight.dtype),
+        logits = heads(hidden[:, :positions].reshape(-1, hidden.shape[-1]).to(heads.dtype),
                        i + 1)[i].float()  # [B * positions, V]
         right = truth[:, 2 + i : 2 + i + positions].reshape(-1).to(logits.device)  # [B * positions]
         rank = (logits > logits.gather(1, right[:, None])).sum(dim=1)  # 0 = the head's first choice

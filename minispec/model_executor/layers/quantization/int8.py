@@ -21,10 +21,11 @@ How the product runs (`int8_linear`):
   into one loop that reads the int8 weight and converts it in registers (`minispec/compilation/decorators.py`
   turns freezing off for such a network, since freezing would fold the conversion into a float32 copy);
 - more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
-  output. Its fast kernels take bfloat16 activations, so float32 rows go in as bfloat16 (the drafter's own
-  rounding). In a graph it is one opaque call (`int8_weight_only_mm`, a custom op): Inductor cannot lower the
+  output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations and
+  scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a graph it is one opaque call (`int8_weight_only_mm`, a custom op): Inductor cannot lower the
   aten op's fused inputs, and its loops lost to the kernel at two rows (an EAGLE-2 depth);
-- elsewhere (a GPU): the weight converted to the activations' dtype, then one matmul (the readable slow path).
+- elsewhere (a GPU, other widths): the weight converted to the activations' dtype, then one matmul (the
+  readable slow path).
 
 Where it pays (docs/benchmarks.md, "int8 drafters"): a drafter whose weights are read from memory, not from the
 caches. The compiled EAGLE head with FR-Spec's 1024 tokens (2.26M weights, 9 MB in float32) drafts a depth at
@@ -42,6 +43,9 @@ INT8_PER_CHANNEL_WEIGHT_ONLY = "int8_per_channel_weight_only"  # vLLM's shorthan
 QUANTIZATION_METHODS = (INT8_PER_CHANNEL_WEIGHT_ONLY,)  # speculative_config "quantization" values minispec takes
 INT8_MAX = 127  # symmetric: -127..127, as vLLM's clamp(-vmax, vmax)
 MUL_SUM_MAX_ROWS = 1  # compiled products of this many rows or fewer are written as a multiply-and-sum
+# PyTorch's int8 CPU kernel reads the input features in vector blocks and has no tail: other widths crash it or
+# give NaN (torch 2.13, AVX-512), so they take the readable path. Every zoo and real model width is a multiple
+KERNEL_IN_MULTIPLE = 32
 
 
 def quantize_per_channel(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,7 +101,8 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     if compiling and rows <= MUL_SUM_MAX_ROWS:
         # one loop per output that reads the int8 weight: [rows, 1, in] * [out, in], summed over in
         y = (flat.unsqueeze(1) * weight.to(x.dtype)).sum(-1) * scale  # [rows, out]
-    elif x.device.type == "cpu":  # inside a graph as one opaque call (Inductor cannot lower the aten op's inputs)
+    elif x.device.type == "cpu" and in_features % KERNEL_IN_MULTIPLE == 0:
+        # inside a graph as one opaque call (Inductor cannot lower the aten op's inputs)
         y = (torch.ops.minispec.int8_weight_only_mm if compiling else int8_weight_only_mm)(flat, weight, scale)
     else:
         y = F.linear(flat, weight.to(x.dtype)) * scale  # [rows, out]
@@ -109,7 +114,7 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
 def int8_weight_only_mm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """x [rows, in] @ (weight * scale[:, None])^T -> [rows, out] with PyTorch's CPU kernel, which reads the int8
     weight and takes bfloat16 activations and scales."""
-    out = torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16), weight, scale.to(torch.bfloat16))
+    out = torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16).contiguous(), weight, scale.to(torch.bfloat16))
     return out.to(x.dtype)
 
 

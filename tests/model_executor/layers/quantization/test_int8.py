@@ -52,6 +52,22 @@ def test_eager_product_is_the_dequantized_weights(dtype, shape, bias):
     torch.testing.assert_close(got.float(), expected, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("n_in", [24, 33, 100])
+def test_widths_the_kernel_cannot_take(n_in):
+    """The CPU kernel takes input widths that are multiples of 32 (others crash it); the rest take F.linear."""
+    layer = Int8Linear.from_linear(_linear(n_in=n_in, n_out=7))
+    x = torch.randn(3, n_in)
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x), x @ layer.dequantized_weight().T + layer.bias)
+
+
+def test_activations_need_not_be_contiguous():
+    layer = Int8Linear.from_linear(_linear())
+    x = torch.randn(64, 5).t()  # [5, 64], strided
+    with torch.inference_mode():
+        torch.testing.assert_close(layer(x), layer(x.contiguous()))
+
+
 def test_compiled_products_one_row_and_many():
     layer = Int8Linear.from_linear(_linear())
 

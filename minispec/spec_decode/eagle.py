@@ -13,7 +13,9 @@ x_{p+2}. Each propose call:
 1. first pass: the entries the draft has not seen with target features, p = c .. n - 2, in one causal forward
    over the draft's own paged KV cache (the tokens shifted left by one, as in vLLM); they become committed
    (c = n - 1). Entries drafted last step on the draft's own states are simply overwritten: that is the
-   rollback.
+   rollback. The head has one layer, so only each request's last entry needs more than its key and value:
+   the others stop after fc and the qkv product, and only the last runs attention, o_proj and the MLP
+   (`last_query_only`; minispec's own: vLLM runs every entry through the whole layer and keeps the last rows).
 2. drafting, one batched forward per depth for every request at once: a node at depth d reads (its token,
    its parent's output state) at position c - 1 + d and writes the next free draft slot; it attends to the
    committed entries and to its ancestors (a tree mask built with tensor ops), never to its siblings.
@@ -26,7 +28,9 @@ x_{p+2}. Each propose call:
 
    A compiled head (speculative_config `enforce_eager=False`) drafts an EAGLE-2 tree, or a greedy chain (the
    tree of top_k 1), in one compiled graph: every depth, its logits and top_k, and the tree's bookkeeping, with
-   the keys of the whole call built once (`DraftKeys`). With the head's forward compiled alone, the guard check
+   the keys of the whole call built once (`DraftKeys`); for one request the graph builds those keys and the first
+   pass's metadata itself from the request's block ids (`_one_request_inputs`), as the compiled draft model does.
+   With the head's forward compiled alone, the guard check
    and the graph's Python wrapper are paid at every depth, about 0.3 ms a call on a CPU (docs/benchmarks.md;
    minispec's own: vLLM v0.32.0 replays a CUDA graph per depth). A chain of one request multiplies one row at
    each depth, in Inductor's own loops (`one_row_options`); trees and batches keep the packed products.
@@ -102,8 +106,13 @@ class DraftBatch:
 
     states: list[EagleState]
     block_table: np.ndarray  # [B, max_blocks] int64, the draft cache's blocks
+    context: list[int]  # [B] committed entries before the first pass
     committed: list[int]  # [B] committed entries after the first pass (= n - 1)
-    first: FirstPass  # run by `_run_first_pass`, or inside the one graph of a compiled head
+    input_ids: torch.Tensor  # [T] x_{c+1} .. x_{n-1} of every request
+    features: torch.Tensor  # [T, H] the target's features f_c .. f_{n-2}
+    # the first pass's metadata, built on the host when a path needs them (`_first_inputs`); the one graph of a
+    # compiled head builds one request's itself (`_one_request_inputs`)
+    first: FirstPass | None = None
 
 
 @dataclass
@@ -157,6 +166,8 @@ class EagleProposer(TreeDrafting):
         self.device = kv_caches[0][0].device
         # a compiled head drafts each EAGLE-2 tree, and each greedy chain (a tree of top_k 1), in one graph
         self.one_graph = True
+        self.last_query_only = True  # the first pass computes past its keys and values only at each last entry
+        self.metadata_in_graph = True  # and, for one request, the one graph builds the call's metadata itself
         self.greedy_chain = DynamicTreeConfig(k + 1, k - 1, 1) if tree is None and dynamic_tree is None and k > 1 \
             else None
         # one row per product (a chain of one request) or not -> _grow_tree_in_graph compiled, at its first call
@@ -305,25 +316,72 @@ class EagleProposer(TreeDrafting):
     def _first_pass(self, states: list[EagleState], histories: list[list[int]]) -> DraftBatch:
         """The batch, with the inputs of the first pass: every uncommitted entry (x_{p+1}, f_p) causally, all
         requests in one forward, which `_run_first_pass` runs (or the one graph of a compiled head)."""
-        dev = self.device
         block_table = padded_block_table([self.kv_cache_manager.get_block_ids(s.request_id) for s in states])
         context = [s.num_computed_tokens for s in states]  # [B]
-        tokens = [h[c + 1 :] for c, h in zip(context, histories)]  # x_{c+1} .. x_{n-1}
-        query_lens = [len(t) for t in tokens]  # [B]
-        meta = causal_metadata(block_table, context, query_lens, self.block_size, dev)
-        features = torch.cat([f for s in states for f in s.features])  # [T, H]
-        input_ids = torch.tensor([t for row in tokens for t in row], dtype=torch.long, device=dev)  # [T]
-        committed = [c + n for c, n in zip(context, query_lens)]  # [B]
-        last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B]
-        for s, h in zip(states, histories):
-            s.num_computed_tokens = len(h) - 1
+        tokens = [t for c, h in zip(context, histories) for t in h[c + 1 :]]  # x_{c+1} .. x_{n-1}
+        features = [f for s in states for f in s.features]
+        features = features[0] if len(features) == 1 else torch.cat(features)  # [T, H]
+        input_ids = torch.tensor(tokens, dtype=torch.long, device=self.device)  # [T]
+        committed = [len(h) - 1 for h in histories]  # [B]
+        for s, n in zip(states, committed):
+            s.num_computed_tokens = n
             s.features = []
-        return DraftBatch(states, block_table, committed, FirstPass(input_ids, meta.slot_positions, features, meta, last))
+        return DraftBatch(states, block_table, context, committed, input_ids, features)
+
+    def _first_inputs(self, batch: DraftBatch) -> FirstPass:
+        """The first pass's inputs with their metadata, built on the host (numpy) once per call."""
+        if batch.first is None:
+            dev = self.device
+            query_lens = [n - c for c, n in zip(batch.context, batch.committed)]  # [B]
+            meta = causal_metadata(batch.block_table, batch.context, query_lens, self.block_size, dev,
+                                   last_query_only=self.last_query_only)
+            last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B]
+            batch.first = FirstPass(batch.input_ids, meta.slot_positions, batch.features, meta, last)
+        return batch.first
+
+    def _one_request_inputs(self, input_ids: torch.Tensor, features: torch.Tensor, block_ids: torch.Tensor,
+                            num_computed_tokens: int) -> tuple[FirstPass, DraftKeys]:
+        """`_first_inputs` and `_draft_keys(batch, max_nodes_run)` for one request, built with tensor ops from its
+        block ids inside the one graph of a compiled head, as the draft model's `greedy_steps_one_request`: on the
+        host, right after the target's forward, the same cost 0.2 ms a call (docs/benchmarks.md). The new entries
+        are c .. n - 1 (c = num_computed_tokens, n = c + T), the run slots n .. n + R - 1."""
+        num_new, num_run, block_size = input_ids.shape[0], self.max_nodes_run, self.block_size
+        committed = num_computed_tokens + num_new
+        key_pos = torch.arange(committed + num_run, device=block_ids.device)  # [S]
+        key_slots = block_ids[key_pos // block_size] * block_size + key_pos % block_size  # [S]
+        positions = key_pos[num_computed_tokens:committed]  # [T]
+        last = key_pos[num_new - 1 : num_new]  # [1] the last new entry among the T
+        if self.last_query_only:  # it sees every committed entry
+            queries, mask = last, (key_pos[:committed] >= 0)[None, :]  # [1], [1, n]
+        else:  # causal
+            queries, mask = key_pos[:num_new], key_pos[None, :committed] <= positions[:, None]  # [T], [T, n]
+        meta = AttentionMetadata(
+            num_tokens=num_new,
+            slot_mapping=key_slots[num_computed_tokens:committed],
+            query_index=queries[None],
+            output_index=queries - queries[0],
+            key_slots=key_slots[None, :committed],
+            attn_mask=mask[None, None],  # [1, 1, Q, n]
+            is_uniform_decode=not self.last_query_only,
+            slot_positions=positions,
+        )
+        run = key_pos - committed  # [S] index into the run region (negative: committed)
+        keys = DraftKeys(
+            key_slots=key_slots[None],
+            committed_keys=(run < 0)[None],
+            run=run.clamp(0, num_run - 1)[None],
+            in_run=(run >= 0)[None],
+            run_slots=key_slots[None, committed:],
+            last_position=key_pos[committed - 1 : committed],
+        )
+        return FirstPass(input_ids, positions, features, meta, last), keys
 
     def _run_first_pass(self, first: FirstPass, forward=None) -> tuple[torch.Tensor, torch.Tensor]:
         """The first pass's outputs at each request's last entry (for logits, to feed back), each [B, H];
         `forward`: the draft's own forward (not the compiled one), inside the one graph of a compiled head."""
         forward = forward or self.draft
+        if self.last_query_only:  # the other entries only write their keys and values
+            return forward(first.input_ids, first.positions, first.features, self.kv_caches, first.meta, first.last)
         out, feed = forward(first.input_ids, first.positions, first.features, self.kv_caches, first.meta)  # [T, H]
         return out[first.last], feed[first.last]
 
@@ -398,7 +456,7 @@ class EagleProposer(TreeDrafting):
         tokens = torch.zeros(num_reqs, self.k, dtype=torch.long, device=dev)  # [B, k] target ids
         scores = torch.zeros(num_reqs, self.k, device=dev)  # [B, k] cumulative draft log-probability
         probs: list[torch.Tensor] = []  # per depth [B, draft vocab], when random rows sample their drafts
-        out, feed = self._run_first_pass(batch.first)  # [B, H] each
+        out, feed = self._run_first_pass(self._first_inputs(batch))  # [B, H] each
         committed = batch.committed
         longest = max(committed)
         steps = None if self.k == 1 else DecodeSteps.build(

@@ -94,7 +94,8 @@ class DraftTree:
 def _top_children(proposer, out: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probs [..., width] and target ids [..., width] of the best candidates of each row of `out`."""
     logp = proposer._log_probs(out)  # [..., draft vocab]
-    top = logp.topk(min(width, logp.shape[-1]), dim=-1)
+    # one candidate: the argmax (the first of equal maxima, as the eager chain's), a reduction Inductor fuses
+    top = logp.max(dim=-1, keepdim=True) if width == 1 else logp.topk(min(width, logp.shape[-1]), dim=-1)
     return top.values, proposer.draft.draft_to_target(top.indices)
 
 
@@ -133,7 +134,7 @@ class TreeDrafting:
         num_reqs = len(batch.states)
         tokens = torch.zeros(num_reqs, tree.num_nodes + 1, dtype=torch.long, device=dev)  # [B, N + 1]
         scores = torch.zeros(num_reqs, tree.num_nodes + 1, device=dev)
-        root_out, root_feed = self._run_first_pass(batch.first)  # [B, H] each
+        root_out, root_feed = self._run_first_pass(self._first_inputs(batch))  # [B, H] each
         values, ids = _top_children(self, root_out, width)  # [B, W]
         feeds: dict[int, torch.Tensor] = {}  # run node -> its fed-back state [B, H]
         node = 1
@@ -176,7 +177,7 @@ class TreeDrafting:
                 return self._run_depth(self._draft_keys(batch, num_run), tokens, hidden, depth, first,
                                        seen[:, :, :num_run])
 
-            tokens, parents, scores, frontiers = self._grow_tree(*self._run_first_pass(batch.first), run_depth,
+            tokens, parents, scores, frontiers = self._grow_tree(*self._run_first_pass(self._first_inputs(batch)), run_depth,
                                                                  self.dynamic_tree)
         trees, keep = self._keep_best(tokens, parents, scores, histories)
         if self.tree_log is not None:
@@ -221,9 +222,12 @@ class TreeDrafting:
             parents[:, new] = frontier.repeat_interleave(k, dim=1)
             scores[:, new] = (scores.gather(1, frontier)[:, :, None] + values).flatten(1)
             ancestors[:, new] = seen.repeat_interleave(k, dim=1)
-            # next frontier: the top_k new nodes by score (ties: the earlier node), in creation order
-            order = scores[:, new].sort(dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]
-            frontier = base + order.sort(dim=1).values
+            # next frontier: the top_k new nodes by score (ties: the earlier node), in creation order; a chain's one
+            if k == 1:
+                frontier = torch.full_like(frontier, base)
+            else:
+                order = scores[:, new].sort(dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]
+                frontier = base + order.sort(dim=1).values
             hidden = feed.repeat_interleave(k, dim=1)[rows, frontier - base]  # [B, K, H] each parent's state
         return tokens, parents, scores, frontiers
 
@@ -234,15 +238,28 @@ class TreeDrafting:
         own loops). One request's tree multiplies top_k rows: its function takes `one_request_tree_options`
         (Inductor's C++ GEMMs in float32). Batches keep the packed products."""
         kind = "batch" if len(batch.states) > 1 else "one row" if chain else "tree"
-        if kind not in self._compiled_grow_tree:
+        one_request = kind != "batch" and self.metadata_in_graph  # the graph builds its metadata itself
+        method = self._grow_tree_one_request if one_request else self._grow_tree_in_graph
+        key = f"{kind}, {'graph' if one_request else 'host'} metadata"
+        if key not in self._compiled_grow_tree:
             from minispec.compilation.decorators import compile_drafting_call
             from minispec.model_executor.models.llama import RotaryEmbedding
 
             for module in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
                 if isinstance(module, RotaryEmbedding):
                     module._table()
-            self._compiled_grow_tree[kind] = compile_drafting_call(self._grow_tree_in_graph, self.draft, kind)
-        return self._compiled_grow_tree[kind](batch.first, self._draft_keys(batch, self.max_nodes_run), chain)
+            self._compiled_grow_tree[key] = compile_drafting_call(method, self.draft, kind)
+        if one_request:
+            block_ids = torch.from_numpy(batch.block_table[0]).to(self.device)
+            return self._compiled_grow_tree[key](batch.input_ids, batch.features, block_ids, batch.context[0], chain)
+        keys = self._draft_keys(batch, self.max_nodes_run)
+        return self._compiled_grow_tree[key](self._first_inputs(batch), keys, chain)
+
+    def _grow_tree_one_request(self, input_ids, features, block_ids, num_computed_tokens: int, chain: bool):
+        """`_grow_tree_in_graph` for one request, its metadata built in the graph (`_one_request_inputs`): the host
+        hands over three tensors and an int."""
+        return self._grow_tree_in_graph(*self._one_request_inputs(input_ids, features, block_ids, num_computed_tokens),
+                                        chain)
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):
         """The first pass and `_grow_tree`, every depth on the call's keys: what a compiled

@@ -50,3 +50,31 @@ def test_varlen_batch_equals_each_request_alone(dtype):
         tol = 1e-5 if dtype == torch.float32 else 2e-2
         torch.testing.assert_close(out[start : start + new].float(), expected[0].transpose(0, 1), rtol=tol, atol=tol)
         start += new
+
+
+def test_last_query_only_writes_every_key_and_attends_as_the_last_row():
+    """causal_metadata(last_query_only=True): every new token writes its key and value, and each request's last
+    token attends exactly as in the causal batch (a one-layer drafter's first pass)."""
+    torch.manual_seed(0)
+    context_lens, query_lens = torch.tensor([5, 0, 9]), torch.tensor([1, 6, 3])
+    block_table = torch.tensor([[3, 7, 0, 0], [1, 2, 0, 0], [4, 5, 6, 8]]).numpy()
+    num_tokens = int(query_lens.sum())
+    q = torch.randn(num_tokens, HEADS, HEAD_DIM)
+    k, v = torch.randn(num_tokens, KV_HEADS, HEAD_DIM), torch.randn(num_tokens, KV_HEADS, HEAD_DIM)
+    caches, outs = [], []
+    for last_only in (False, True):
+        kv_cache = torch.randn(2, 9 * BLOCK, KV_HEADS, HEAD_DIM, generator=torch.Generator().manual_seed(1))
+        meta = causal_metadata(block_table, context_lens.numpy(), query_lens.numpy(), BLOCK,
+                               last_query_only=last_only)
+        outs.append(PagedAttention(HEADS, KV_HEADS, HEAD_DIM)(q, k, v, kv_cache, meta))
+        caches.append(kv_cache)
+    assert torch.equal(caches[0], caches[1])
+    last = torch.cumsum(query_lens, 0) - 1
+    assert outs[1].shape == (3, HEADS, HEAD_DIM)
+    torch.testing.assert_close(outs[1], outs[0][last], rtol=1e-6, atol=1e-6)
+
+
+def test_last_query_only_takes_no_custom_masks():
+    with pytest.raises(ValueError, match="last_query_only"):
+        causal_metadata([[0]], [0], [2], BLOCK, custom_masks={0: torch.ones(2, 2, dtype=torch.bool)},
+                        last_query_only=True)

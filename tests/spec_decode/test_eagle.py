@@ -209,3 +209,55 @@ def test_keep_best_keeps_the_best_nodes_ties_to_the_earlier_and_renumbers_them()
     assert [t.tokens for t in trees] == [[100, 101, 102, 104], [106, 107, 108, 111]]
     assert [t.parents for t in trees] == [[-1, 0, 0, 1, 2], [-1, 0, 0, 1, 2]]
     assert trees[0].scores == [-1.0, -1.0, -2.0, -1.5] and [t.root_token for t in trees] == [7, 8]
+
+
+@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+@pytest.mark.parametrize("mode", ["chain k=4", "static", "dynamic"])
+def test_a_first_pass_of_last_queries_drafts_as_the_full_one(drafts, name, mode):
+    """last_query_only: the first pass's other entries only write their keys and values, and the drafts and their
+    scores are the full first pass's, step after step."""
+    draft = drafts[name]
+    kw = {"k": 4} if mode.startswith("chain") else TREES[mode]
+    gen = torch.Generator().manual_seed(5)
+    tokens = torch.randint(3, 96, (30,), generator=gen).tolist()
+    features = torch.randn(29, feature_dim(draft), generator=gen)
+    props = [proposer(draft, **kw), proposer(draft, **kw)]
+    props[0].last_query_only = False
+    for n in (12, 15, 16, 21):  # several entries, one, several again
+        trees = []
+        for prop in props:
+            done = prop.states["a"].num_computed_tokens if "a" in prop.states else 0
+            done += sum(f.shape[0] for f in prop.states["a"].features) if "a" in prop.states else 0
+            run(prop, "a", tokens[:n], features[done : n - 1])
+            trees.append(prop.last_trees["a"])
+        assert trees[1].tokens == trees[0].tokens and trees[1].parents == trees[0].parents
+        assert trees[1].scores == pytest.approx(trees[0].scores, abs=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["chain k=4", "dynamic"])
+def test_one_request_metadata_built_with_tensor_ops_equals_the_hosts(drafts, mode):
+    """_one_request_inputs (inside the one graph of a compiled head) builds the first pass's metadata and the
+    call's keys that the host builds with numpy (_first_inputs, _draft_keys)."""
+    kw = {"k": 4} if mode.startswith("chain") else TREES[mode]
+    for last_only in (True, False):
+        prop = proposer(drafts["eagle"], **kw)
+        prop.last_query_only = last_only
+        gen = torch.Generator().manual_seed(6)
+        tokens = torch.randint(3, 96, (19,), generator=gen).tolist()
+        features = torch.randn(18, feature_dim(drafts["eagle"]), generator=gen)
+        run(prop, "a", tokens[:11], features[:10])  # 10 entries committed
+        state = prop.states["a"]
+        prop.add_target_features("a", features[10:])
+        prop.kv_cache_manager.allocate_slots(state, len(tokens) - 1 - state.num_computed_tokens + prop.max_nodes_run)
+        batch = prop._first_pass([state], [tokens])
+        host_first, host_keys = prop._first_inputs(batch), prop._draft_keys(batch, prop.max_nodes_run)
+        block_ids = torch.from_numpy(batch.block_table[0])
+        first, keys = prop._one_request_inputs(batch.input_ids, batch.features, block_ids, batch.context[0])
+        for got, want in ((first, host_first), (keys, host_keys)):
+            for field_name, value in vars(want).items():
+                if isinstance(value, torch.Tensor):
+                    assert torch.equal(getattr(got, field_name), value), field_name
+        for field_name in ("num_tokens", "is_uniform_decode"):
+            assert getattr(first.meta, field_name) == getattr(host_first.meta, field_name)
+        for field_name in ("slot_mapping", "query_index", "output_index", "key_slots", "attn_mask", "slot_positions"):
+            assert torch.equal(getattr(first.meta, field_name), getattr(host_first.meta, field_name)), field_name

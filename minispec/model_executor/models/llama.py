@@ -178,8 +178,8 @@ class LlamaAttention(nn.Module):
         else:
             q, k = qk.split(heads, dim=1)
             q, k = self.rotary_emb(positions, self.q_norm(q), self.k_norm(k))
-        out = self.attn(q, k, v, kv_cache, attn_metadata)  # [T, H, D]
-        return self.o_proj(out.reshape(num_tokens, self.q_size))
+        out = self.attn(q, k, v, kv_cache, attn_metadata)  # [T, H, D], or [B, H, D] for last queries only
+        return self.o_proj(out.reshape(out.shape[0], self.q_size))
 
 
 class LlamaMLP(nn.Module):
@@ -207,10 +207,11 @@ class LlamaDecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = LlamaMLP(cfg)
 
-    def forward(self, positions, hidden_states, kv_cache, attn_metadata) -> torch.Tensor:
-        h = hidden_states + self.self_attn(
-            positions, self.input_layernorm(hidden_states), kv_cache, attn_metadata
-        )
+    def forward(self, positions, hidden_states, kv_cache, attn_metadata, output_rows=None) -> torch.Tensor:
+        """`output_rows` [B]: the rows whose outputs are wanted, with metadata whose queries are those rows
+        (`causal_metadata(last_query_only=True)`); every row still writes its key and value."""
+        attn = self.self_attn(positions, self.input_layernorm(hidden_states), kv_cache, attn_metadata)
+        h = (hidden_states if output_rows is None else hidden_states[output_rows]) + attn
         return h + self.mlp(self.post_attention_layernorm(h))
 
 

@@ -177,10 +177,12 @@ class EagleLlamaForCausalLM(nn.Module):
     def combine_hidden_states(self, features: torch.Tensor) -> torch.Tensor:
         return features  # [T, H] already: the target's last hidden state
 
-    def forward(self, input_ids, positions, hidden_states, kv_caches, attn_metadata: AttentionMetadata):
-        """hidden_states [T, H]: target features or fed-back draft states. Returns (for logits, to feed back)."""
+    def forward(self, input_ids, positions, hidden_states, kv_caches, attn_metadata: AttentionMetadata,
+                output_rows=None):
+        """hidden_states [T, H]: target features or fed-back draft states. Returns (for logits, to feed back),
+        [T, H] each, or [B, H] for `output_rows` (LlamaDecoderLayer.forward)."""
         h = self.fc(torch.cat([self.embed(input_ids).to(hidden_states.dtype), hidden_states], dim=-1))
-        g = self.layers[0](positions, h, kv_caches[0], attn_metadata)  # [T, H]
+        g = self.layers[0](positions, h, kv_caches[0], attn_metadata, output_rows)
         return g, g
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:

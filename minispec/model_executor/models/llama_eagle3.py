@@ -48,9 +48,10 @@ class Eagle3DecoderLayer(LlamaDecoderLayer):
         self.self_attn.qkv_proj = nn.Linear(2 * cfg.hidden_size, attn.q_size + 2 * attn.kv_size, bias=False)
         self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def forward(self, positions, embeds, hidden_states, kv_cache, attn_metadata) -> torch.Tensor:
+    def forward(self, positions, embeds, hidden_states, kv_cache, attn_metadata, output_rows=None) -> torch.Tensor:
         x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden_states)], dim=-1)  # [T, 2H]
-        h = hidden_states + self.self_attn(positions, x, kv_cache, attn_metadata)
+        attn = self.self_attn(positions, x, kv_cache, attn_metadata)  # [T or B, H]
+        h = (hidden_states if output_rows is None else hidden_states[output_rows]) + attn
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
@@ -109,10 +110,12 @@ class Eagle3LlamaForCausalLM(nn.Module):
     def combine_hidden_states(self, features: torch.Tensor) -> torch.Tensor:
         return self.fc(features.to(linear_dtype(self.fc)))  # [T, 3H] -> [T, H]
 
-    def forward(self, input_ids, positions, hidden_states, kv_caches, attn_metadata: AttentionMetadata):
-        """hidden_states [T, H]: fused target features or fed-back states. Returns (normed, to feed back)."""
+    def forward(self, input_ids, positions, hidden_states, kv_caches, attn_metadata: AttentionMetadata,
+                output_rows=None):
+        """hidden_states [T, H]: fused target features or fed-back states. Returns (normed, to feed back), [T, H]
+        each, or [B, H] for `output_rows` (LlamaDecoderLayer.forward)."""
         embeds = self.embed(input_ids).to(hidden_states.dtype)
-        g = self.midlayer(positions, embeds, hidden_states, kv_caches[0], attn_metadata)  # [T, H]
+        g = self.midlayer(positions, embeds, hidden_states, kv_caches[0], attn_metadata, output_rows)
         return self.norm(g), g
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:

@@ -17,13 +17,16 @@ output stays token for token the target's, and sampling stays lossless.
     y = x @ (q * scale[:, None])^T + bias = (x @ q^T) * scale + bias
 
 How the product runs (`int8_linear`):
-- one row in a compiled graph (a batch-1 drafting step): a multiply-and-sum written out, which Inductor turns
-  into one loop that reads the int8 weight and converts it in registers (`minispec/compilation/decorators.py`
-  turns freezing off for such a network, since freezing would fold the conversion into a float32 copy);
+- one or two rows in a compiled graph (a batch-1 drafting step, a depth of an EAGLE-2 tree of top_k 2): a
+  multiply-and-sum written out, which Inductor turns into one loop that reads the int8 weight and converts it
+  in registers (`minispec/compilation/decorators.py` turns freezing off for such a network, since freezing
+  would fold the conversion into a float32 copy). The rows go in as a buffer of their own, or Inductor would
+  compute the norm before the product again for every output;
 - more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
   output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations and
-  scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a graph it is one opaque call (`int8_weight_only_mm`, a custom op): Inductor cannot lower the
-  aten op's fused inputs, and its loops lost to the kernel at two rows (an EAGLE-2 depth);
+  scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a
+  graph it is one opaque call (`int8_weight_only_mm`, a custom op), since Inductor cannot lower the aten op's
+  fused inputs;
 - elsewhere (a GPU, other widths): the weight converted to the activations' dtype, then one matmul (the
   readable slow path).
 
@@ -42,7 +45,9 @@ from torch import nn
 INT8_PER_CHANNEL_WEIGHT_ONLY = "int8_per_channel_weight_only"  # vLLM's shorthand name
 QUANTIZATION_METHODS = (INT8_PER_CHANNEL_WEIGHT_ONLY,)  # speculative_config "quantization" values minispec takes
 INT8_MAX = 127  # symmetric: -127..127, as vLLM's clamp(-vmax, vmax)
-MUL_SUM_MAX_ROWS = 1  # compiled products of this many rows or fewer are written as a multiply-and-sum
+# compiled products of this many rows or fewer are written as a multiply-and-sum: one row (a chain's depth) and
+# two (a depth of an EAGLE-2 tree of top_k 2), where Inductor's loops beat the kernel (docs/benchmarks.md)
+MUL_SUM_MAX_ROWS = 2
 # PyTorch's int8 CPU kernel reads the input features in vector blocks and has no tail: other widths crash it or
 # give NaN (torch 2.13, AVX-512), so they take the readable path. Every zoo and real model width is a multiple
 KERNEL_IN_MULTIPLE = 32
@@ -100,6 +105,10 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     compiling = torch.compiler.is_compiling()
     if compiling and rows <= MUL_SUM_MAX_ROWS:
         # one loop per output that reads the int8 weight: [rows, 1, in] * [out, in], summed over in
+        # as_strided: a view Inductor does not fuse through, so the rows are computed once into a buffer; fused
+        # into the loop, the norm or activation before it ran again for every output (0.55 against 0.89 ms a
+        # compiled chain call, warm)
+        flat = flat.as_strided(flat.shape, flat.stride())
         y = (flat.unsqueeze(1) * weight.to(x.dtype)).sum(-1) * scale  # [rows, out]
     elif x.device.type == "cpu" and in_features % KERNEL_IN_MULTIPLE == 0:
         # inside a graph as one opaque call (Inductor cannot lower the aten op's inputs)

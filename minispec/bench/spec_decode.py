@@ -62,6 +62,10 @@ METHODS: dict[str, dict] = {
     # of a small model's per-operation cost (c 0.20 -> 0.12 in float32), so longer chains pay
     "draft k=7 compiled": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 7,
                            "enforce_eager": False},
+    # the same with int8 weights (speculative_config quantization): once each one-row product's input is a buffer of
+    # its own, the int8 loops beat float32's (c 0.065-0.069 -> 0.047 in float32, docs/benchmarks.md)
+    "draft k=7 int8 compiled": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 7,
+                                "enforce_eager": False, "quantization": "int8_per_channel_weight_only"},
     "ngram k=4": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
     # where verification is nearly flat in the token count (a CPU with AMX, a GPU), longer and more frequent
     # n-gram drafts pay: 8 drafts, and a match of a single token is enough
@@ -82,7 +86,8 @@ METHODS: dict[str, dict] = {
     "EAGLE-2 FR-1024 compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "draft_vocab_size": 1024,
                                  "enforce_eager": False},
     # int8 weights for the head (speculative_config quantization, vLLM's shorthand applied to its linear layers): a
-    # compiled depth reads 2.26 MB instead of 9 MB (c 0.22-0.25 -> 0.16-0.19 in float32, docs/benchmarks.md)
+    # compiled depth reads 2.26 MB instead of 9 MB (c 0.22-0.25 -> 0.16-0.19 in float32; 0.095 with the lean
+    # drafting call of bench.eagle_steps, docs/benchmarks.md)
     "eagle chain FR-1024 int8 compiled": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4,
                                           "draft_vocab_size": 1024, "enforce_eager": False,
                                           "quantization": "int8_per_channel_weight_only"},

@@ -56,6 +56,16 @@ def _eagle(tmp_path):
     assert rows and rows[0]["mean_acceptance_length"] > 1.0
 
 
+def _eagle_steps(tmp_path):
+    from minispec.bench import eagle_steps
+
+    rows = eagle_steps.main(["--quick", "--max-tokens", "8"])
+    assert [r["engine"] for r in rows] == list(eagle_steps.ENGINES) and all(r["speedup"] > 0 for r in rows)
+    assert all(r["mean_acceptance_length"] > 1.0 for r in rows)  # speculation ran
+    with pytest.raises(ValueError, match="--repeats=0"):
+        eagle_steps.main(["--quick", "--repeats", "0"])
+
+
 def _eagle_tree(tmp_path):
     from minispec.bench import eagle_tree
 

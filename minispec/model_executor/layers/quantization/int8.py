@@ -30,8 +30,8 @@ How the product runs (`int8_linear`):
 - elsewhere (a GPU, other widths): the weight converted to the activations' dtype, then one matmul (the
   readable slow path).
 
-Where it pays (docs/benchmarks.md, "int8 drafters"): a drafter whose weights are read from memory, not from the
-caches. The compiled EAGLE head with FR-Spec's 1024 tokens (2.26M weights, 9 MB in float32) drafts a depth at
+Where it pays (docs/benchmarks.md, "int8 drafters"): a compiled drafter at batch 1, whose one-row products read
+each weight once. The compiled EAGLE head with FR-Spec's 1024 tokens (2.26M weights, 9 MB in float32) drafts a depth at
 c = 0.16-0.19 instead of 0.22-0.25 of a target step, and at c = 0.095-0.098 since its drafting call got leaner
 (docs/benchmarks.md, "A leaner EAGLE drafting call"). The zoo's compiled draft model k = 7 drafts a step at
 c = 0.046-0.047 against 0.059-0.069 with float32 weights (2.7x plain decoding against 2.4-2.6x).

@@ -342,8 +342,8 @@ class EagleProposer(TreeDrafting):
     def _one_request_inputs(self, input_ids: torch.Tensor, features: torch.Tensor, block_ids: torch.Tensor,
                             num_computed_tokens: int) -> tuple[FirstPass, DraftKeys]:
         """`_first_inputs` and `_draft_keys(batch, max_nodes_run)` for one request, built with tensor ops from its
-        block ids inside the one graph of a compiled head, as the draft model's `greedy_steps_one_request`: on the
-        host, right after the target's forward, the same cost 0.2 ms a call (docs/benchmarks.md). The new entries
+        block ids inside the one graph of a compiled head, as the draft model's `greedy_steps_one_request`: built on
+        the host right after the target's forward, they cost 0.2 ms a call (docs/benchmarks.md). The new entries
         are c .. n - 1 (c = num_computed_tokens, n = c + T), the run slots n .. n + R - 1."""
         num_new, num_run, block_size = input_ids.shape[0], self.max_nodes_run, self.block_size
         committed = num_computed_tokens + num_new

@@ -177,8 +177,8 @@ class TreeDrafting:
                 return self._run_depth(self._draft_keys(batch, num_run), tokens, hidden, depth, first,
                                        seen[:, :, :num_run])
 
-            tokens, parents, scores, frontiers = self._grow_tree(*self._run_first_pass(self._first_inputs(batch)), run_depth,
-                                                                 self.dynamic_tree)
+            root = self._run_first_pass(self._first_inputs(batch))  # outputs, fed-back states [B, H]
+            tokens, parents, scores, frontiers = self._grow_tree(*root, run_depth, self.dynamic_tree)
         trees, keep = self._keep_best(tokens, parents, scores, histories)
         if self.tree_log is not None:
             cfg = self.dynamic_tree
@@ -222,8 +222,8 @@ class TreeDrafting:
             parents[:, new] = frontier.repeat_interleave(k, dim=1)
             scores[:, new] = (scores.gather(1, frontier)[:, :, None] + values).flatten(1)
             ancestors[:, new] = seen.repeat_interleave(k, dim=1)
-            # next frontier: the top_k new nodes by score (ties: the earlier node), in creation order; a chain's one
-            if k == 1:
+            # next frontier: the top_k new nodes by score (ties: the earlier node), in creation order
+            if k == 1:  # a chain: its one new node
                 frontier = torch.full_like(frontier, base)
             else:
                 order = scores[:, new].sort(dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]

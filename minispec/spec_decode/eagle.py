@@ -110,9 +110,6 @@ class DraftBatch:
     committed: list[int]  # [B] committed entries after the first pass (= n - 1)
     input_ids: torch.Tensor  # [T] x_{c+1} .. x_{n-1} of every request
     features: torch.Tensor  # [T, H] the target's features f_c .. f_{n-2}
-    # the first pass's metadata, built on the host when a path needs them (`_first_inputs`); the one graph of a
-    # compiled head builds one request's itself (`_one_request_inputs`)
-    first: FirstPass | None = None
 
 
 @dataclass
@@ -329,15 +326,14 @@ class EagleProposer(TreeDrafting):
         return DraftBatch(states, block_table, context, committed, input_ids, features)
 
     def _first_inputs(self, batch: DraftBatch) -> FirstPass:
-        """The first pass's inputs with their metadata, built on the host (numpy) once per call."""
-        if batch.first is None:
-            dev = self.device
-            query_lens = [n - c for c, n in zip(batch.context, batch.committed)]  # [B]
-            meta = causal_metadata(batch.block_table, batch.context, query_lens, self.block_size, dev,
-                                   last_query_only=self.last_query_only)
-            last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B]
-            batch.first = FirstPass(batch.input_ids, meta.slot_positions, batch.features, meta, last)
-        return batch.first
+        """The first pass's inputs with their metadata, built on the host (numpy); the one graph of a compiled head
+        builds one request's itself (`_one_request_inputs`)."""
+        dev = self.device
+        query_lens = [n - c for c, n in zip(batch.context, batch.committed)]  # [B]
+        meta = causal_metadata(batch.block_table, batch.context, query_lens, self.block_size, dev,
+                               last_query_only=self.last_query_only)
+        last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B]
+        return FirstPass(batch.input_ids, meta.slot_positions, batch.features, meta, last)
 
     def _one_request_inputs(self, input_ids: torch.Tensor, features: torch.Tensor, block_ids: torch.Tensor,
                             num_computed_tokens: int) -> tuple[FirstPass, DraftKeys]:

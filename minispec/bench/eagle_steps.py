@@ -44,12 +44,19 @@ QUICK = {"num_prompts": 2, "max_tokens": 16, "repeats": 1}
 
 def run(config: str = "eagle chain FR-1024 int8 compiled", num_prompts: int = 8, prompt_len: int = 64,
         max_tokens: int = 64, repeats: int = 3, target: str = "zoo:target") -> list[dict]:
+    return run_engines(config, ENGINES, num_prompts, prompt_len, max_tokens, repeats, target)
+
+
+def run_engines(config: str, switches_of: dict[str, dict], num_prompts: int = 8, prompt_len: int = 64,
+                max_tokens: int = 64, repeats: int = 3, target: str = "zoo:target") -> list[dict]:
+    """One engine per entry of `switches_of` (name -> the drafter's attributes to set), each with `config`'s
+    speculative_config, timed against plain decoding as the module docstring says; also `bench.medusa_steps`'."""
     from minispec.zoo.corpus import heldout_prompt_ids
 
     prompts = heldout_prompt_ids(num_prompts, prompt_len)
     plain = LLM(model=target, device="cpu", dtype="float32", max_num_seqs=1)
     engines = {}
-    for name, switches in ENGINES.items():
+    for name, switches in switches_of.items():
         llm = LLM(model=target, device="cpu", dtype="float32", max_num_seqs=1, speculative_config=dict(METHODS[config]))
         for switch, value in switches.items():
             setattr(llm.llm_engine.model_runner.drafter, switch, value)
@@ -75,11 +82,12 @@ def run(config: str = "eagle chain FR-1024 int8 compiled", num_prompts: int = 8,
     return rows
 
 
-def main(argv: list[str] | None = None) -> list[dict]:
-    """The command line of the module docstring; returns the rows it printed."""
-    parser = argparse.ArgumentParser(prog="python -m minispec.bench.eagle_steps", description=__doc__.split("\n")[0])
+def parse_args(prog: str, description: str, configs: list[str], default: str, argv: list[str] | None):
+    """The command line of this module's docstring (also `bench.medusa_steps`'): the config, the thread count and
+    run_engines' settings."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--quick", action="store_true", help=f"a small run ({QUICK})")
-    parser.add_argument("--config", default="eagle chain FR-1024 int8 compiled", choices=CONFIGS)
+    parser.add_argument("--config", default=default, choices=configs)
     parser.add_argument("--num-prompts", type=int, default=None)
     parser.add_argument("--max-tokens", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)
@@ -90,13 +98,25 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for name, value in settings.items():
         if value < 1:
             raise ValueError(f"--{name.replace('_', '-')}={value}: must be at least 1")
-    with torch_threads(args.threads):
-        rows = run(args.config, **settings)
-    print(f"{args.config}, float32, batch 1")
-    print("engine             speedup  propose ms/step      c  mean acceptance length")
+    return args.config, args.threads, settings
+
+
+def print_rows(config: str, rows: list[dict]) -> None:
+    width = max(len("engine"), *(len(r["engine"]) for r in rows))
+    print(f"{config}, float32, batch 1")
+    print(f"{'engine':{width}s}  speedup  propose ms/step      c  mean acceptance length")
     for r in rows:
-        print(f"{r['engine']:17s} {r['speedup']:6.2f}x  {r['propose_ms']:15.2f}  {r['c']:.3f}  "
+        print(f"{r['engine']:{width}s} {r['speedup']:7.2f}x  {r['propose_ms']:15.3f}  {r['c']:.3f}  "
               f"{r['mean_acceptance_length']:.3f}")
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    """The command line of the module docstring; returns the rows it printed."""
+    config, threads, settings = parse_args("python -m minispec.bench.eagle_steps", __doc__.split("\n")[0], CONFIGS,
+                                           "eagle chain FR-1024 int8 compiled", argv)
+    with torch_threads(threads):
+        rows = run(config, **settings)
+    print_rows(config, rows)
     return rows
 
 

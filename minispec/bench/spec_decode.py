@@ -76,6 +76,14 @@ METHODS: dict[str, dict] = {
     # the 1024 most frequent tokens, so a drafting call reads 0.98M weights instead of 2.16M
     "medusa tree FR-1024": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE,
                             "draft_vocab_size": 1024},
+    # the heads compiled with int8 weights: at batch 1 their whole drafting call is compiled ahead of time (AOTInductor,
+    # minispec/compilation/aot.py), one call into a shared library (c 0.145 -> 0.054-0.058 in float32)
+    "medusa chain FR-1024 int8 compiled": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 4,
+                                           "draft_vocab_size": 1024, "enforce_eager": False,
+                                           "quantization": "int8_per_channel_weight_only"},
+    "medusa tree FR-1024 int8 compiled": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE,
+                                          "draft_vocab_size": 1024, "enforce_eager": False,
+                                          "quantization": "int8_per_channel_weight_only"},
     "eagle chain k=4": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
     "EAGLE-2 tree (16)": {"method": "eagle", "model": "zoo:eagle", **EAGLE2},
     # the head compiled: the first pass and the whole tree in one graph per drafting call (c 0.48 -> 0.31 in

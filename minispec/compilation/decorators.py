@@ -141,6 +141,11 @@ def compile_drafting_call(method, network: nn.Module, kind: str = "batch"):
     (compilation_config's inductor_compile_config, which `compile_model` keeps on it), laid over
     `one_row_options` where every product of the call multiplies one row (`kind` "one row": one request drafting a
     chain) or `one_request_tree_options` for one request's tree (`kind` "tree"); "batch" takes them as they are."""
+    return compile_method(method, drafting_call_options(network, kind))
+
+
+def drafting_call_options(network: nn.Module, kind: str) -> dict | None:
+    """Inductor's options for a drafting call of `kind` (see `compile_drafting_call`) over `network`."""
     if kind not in ("one row", "tree", "batch"):
         raise ValueError(f"kind={kind!r} must be 'one row', 'tree' or 'batch'")
     options = getattr(network, "inductor_compile_config", None)
@@ -148,7 +153,7 @@ def compile_drafting_call(method, network: nn.Module, kind: str = "batch"):
         options = one_row_options(options)
     elif kind == "tree":
         options = one_request_tree_options(options, network_dtype(network))
-    return compile_method(method, keep_int8_weights(network, options))
+    return keep_int8_weights(network, options)
 
 
 def keep_int8_weights(network: nn.Module, options: dict | None) -> dict | None:

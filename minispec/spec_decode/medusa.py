@@ -20,9 +20,20 @@ only the n most frequent tokens of their folder's `token_counts.json`: vLLM's tr
 Drafts are deterministic (top-k of the heads), so the rejection sampler treats them as one-hot and sampling
 stays lossless; typical acceptance (`minispec/sample/typical_acceptance.py`) is the Medusa paper's
 alternative.
+
+Heads compiled (speculative_config `enforce_eager=False`) draft in one compiled graph per call,
+`draft_token_ids`: the heads, their top-k, the mapping to target ids and the tree's order, so the host makes
+one call and one `tolist`. At batch 1 every product multiplies a handful of rows and becomes Inductor's own
+loop (`one_row_options`), and on a CPU the graph is compiled ahead of time (`aot_compile`,
+`minispec/compilation/aot.py`): one call into a shared library, without Dynamo's guards or Python wrappers.
+vLLM v0.32.0 compiles the heads' forward only and takes each head's argmax eagerly; minispec's whole-call graph
+is its own, as the draft model's and the EAGLE head's (docs/benchmarks.md, "Medusa's drafting call ahead of
+time").
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
@@ -43,6 +54,9 @@ class MedusaProposer:
         self.heads = heads
         self.num_heads = needed
         self.tree = tree
+        # "ahead of time" (batch 1 on a CPU), "one row" (batch 1) or "batch" -> draft_token_ids compiled
+        self._compiled_draft: dict[str, Callable] = {}
+        self.aot_compile = True  # compiled heads at batch 1 on a CPU: the call compiled ahead of time
         if tree is not None:
             self.topk = 1 + max(p[-1] for p in tree.paths)
             self.node_index = (tree.tree_indices(self.topk)[1:] - 1).to(heads.heads[0][-1].weight.device)  # [N]
@@ -100,12 +114,43 @@ class MedusaProposer:
         sampling_metadata: SamplingMetadata,
         target_hidden_states: torch.Tensor,  # [B, H] at each request's last valid token
     ) -> list[list[int]]:
+        aot = self._compiled_draft.get("ahead of time")
+        if aot is not None and aot.accepts(target_hidden_states):
+            return aot(target_hidden_states).tolist()
+        if getattr(self.heads, "is_compiled", False):
+            return self._draft_compiled(target_hidden_states)(target_hidden_states).tolist()
+        return self.draft_token_ids(target_hidden_states).tolist()
+
+    def draft_token_ids(self, target_hidden_states: torch.Tensor) -> torch.Tensor:
+        """[B, H] -> the drafts as target ids: [B, k] (head i's argmax) or [B, N] (the tree's nodes in tree order).
+        Calls the heads' own forward, so that a compiled proposer compiles this whole function as one graph."""
         hidden = target_hidden_states.to(self.heads.dtype)
         # ranks over the draft vocabulary, then target ids: the drafts of ranking vLLM's -inf-filled
-        # full-vocabulary logits, without building them (the heads' forward: compiled under enforce_eager=False)
-        logits = self.heads(hidden, self.num_heads, on_target_vocab=False)  # [num_heads, B, draft_vocab]
+        # full-vocabulary logits, without building them
+        logits = type(self.heads).forward(self.heads, hidden, self.num_heads, on_target_vocab=False)
+        # logits: [num_heads, B, draft_vocab]
         if self.tree is None:
-            return self.heads.draft_to_target(logits.argmax(dim=-1)).T.tolist()  # [B, k]
+            return self.heads.draft_to_target(logits.argmax(dim=-1)).T  # [B, k]
         candidates = self.heads.draft_to_target(logits.topk(self.topk, dim=-1).indices)  # [num_heads, B, topk]
-        flat = candidates.permute(1, 0, 2).reshape(len(requests), -1)  # [B, num_heads * topk]
-        return flat[:, self.node_index].tolist()  # [B, N] in tree order
+        flat = candidates.permute(1, 0, 2).reshape(hidden.shape[0], -1)  # [B, num_heads * topk]
+        return flat[:, self.node_index]  # [B, N] in tree order
+
+    def _draft_compiled(self, hidden: torch.Tensor) -> Callable:
+        """draft_token_ids compiled for these hidden states, built at the first call of its kind: "ahead of time"
+        (one request on a CPU, `aot_compile` on), "one row" (one request: `one_row_options`, its products as
+        Inductor's loops) or "batch"."""
+        from minispec.compilation.decorators import compile_drafting_call, drafting_call_options
+
+        kind = "one row" if hidden.shape[0] == 1 else "batch"
+        if kind == "one row" and self.aot_compile and hidden.device.type == "cpu":
+            if "ahead of time" not in self._compiled_draft:
+                from minispec.compilation.aot import AotCompiledCall
+
+                self._compiled_draft["ahead of time"] = AotCompiledCall(
+                    self.draft_token_ids, self.heads, (torch.zeros_like(hidden),),
+                    drafting_call_options(self.heads, kind))
+            if self._compiled_draft["ahead of time"].accepts(hidden):
+                return self._compiled_draft["ahead of time"]
+        if kind not in self._compiled_draft:
+            self._compiled_draft[kind] = compile_drafting_call(self.draft_token_ids, self.heads, kind)
+        return self._compiled_draft[kind]

@@ -107,6 +107,16 @@ def _medusa(tmp_path):
     assert all(r["same_tokens_as_plain"] for r in rows)
 
 
+def _medusa_steps(tmp_path):
+    from minispec.bench import medusa_steps
+
+    rows = medusa_steps.main(["--quick", "--max-tokens", "8", "--config", "medusa chain FR-1024 int8 compiled"])
+    assert [r["engine"] for r in rows] == list(medusa_steps.ENGINES) and all(r["speedup"] > 0 for r in rows)
+    assert all(r["mean_acceptance_length"] > 1.0 for r in rows)  # speculation ran
+    with pytest.raises(ValueError, match="--num-prompts=0"):
+        medusa_steps.main(["--quick", "--num-prompts", "0"])
+
+
 def _model_forward(tmp_path):
     from minispec.bench.model_forward import measure_forward_time
 

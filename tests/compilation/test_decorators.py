@@ -83,7 +83,7 @@ def test_compiled_greedy_equals_compiled_plain(models):
 def test_drafter_compiled_under_an_eager_target(models, medusa_heads):
     """speculative_config enforce_eager=False compiles the drafter alone: the target stays eager on packed
     weights, so greedy output equals eager plain decoding bit for bit, whatever the compiled drafter drafts.
-    The Medusa proposer calls the heads' compiled forward (never the eager path's fused first layers)."""
+    The Medusa proposer compiles its whole drafting call (never the eager path's fused first layers)."""
     target, draft, eagle, eagle3 = models
     plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
     for spec in (
@@ -98,8 +98,9 @@ def test_drafter_compiled_under_an_eager_target(models, medusa_heads):
         assert not getattr(runner.model, "is_compiled", False)
         assert generate(llm, PROMPTS, greedy()) == plain, spec
         assert llm.get_spec_decoding_stats().num_draft_tokens > 0, spec
-        if spec["method"] == "medusa":
+        if spec["method"] == "medusa":  # the whole drafting call compiled, per batch kind
             assert "_first" not in runner.drafter.heads.__dict__
+            assert runner.drafter._compiled_draft and set(runner.drafter._compiled_draft) <= {"ahead of time", "batch"}
 
 
 def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
@@ -227,17 +228,19 @@ def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
 
 @pytest.mark.parametrize("spec", [{"method": "eagle", "num_speculative_tokens": 3, "draft_vocab_size": 48},
                                   {"method": "eagle", "total_tokens": 8, "depth": 3, "top_k": 2},
-                                  {"method": "draft_model", "num_speculative_tokens": 3}],
-                         ids=["EAGLE chain, FR-Spec", "EAGLE-2 tree", "draft model"])
-def test_compiled_int8_drafters_keep_the_output(models, spec):
+                                  {"method": "draft_model", "num_speculative_tokens": 3},
+                                  {"method": "medusa", "speculative_token_tree": "[(0,), (1,), (0, 0), (0, 0, 0)]",
+                                   "draft_vocab_size": 48}],
+                         ids=["EAGLE chain, FR-Spec", "EAGLE-2 tree", "draft model", "Medusa tree, FR-Spec"])
+def test_compiled_int8_drafters_keep_the_output(models, medusa_heads, spec):
     """speculative_config quantization: a compiled drafter with int8 layers (one-row products as Inductor's loops,
     more rows through the int8 kernel's custom op, freezing off) speculates, and greedy output stays equal to
     plain decoding's in float32."""
     from minispec.model_executor.layers.quantization.int8 import Int8Linear
 
     target = models[0]
-    spec = spec | {"model": models[2] if spec["method"] == "eagle" else models[1], "enforce_eager": False,
-                   "quantization": "int8_per_channel_weight_only"}
+    model = {"eagle": models[2], "draft_model": models[1], "medusa": medusa_heads}[spec["method"]]
+    spec = spec | {"model": model, "enforce_eager": False, "quantization": "int8_per_channel_weight_only"}
     plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
     llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
     network = llm.llm_engine.model_runner._drafter_network()

@@ -278,3 +278,23 @@ def test_zoo_target_with_trained_heads():
         assert llm.get_spec_decoding_stats().mean_acceptance_length > 1.0
         if "draft_vocab_size" in extra:  # FR-Spec: drafts only among the 1024 most frequent tokens
             assert drafted and set(drafted) <= frequent
+
+
+@pytest.mark.parametrize("tree", [None, TREE], ids=["chain", "tree"])
+def test_compiled_drafting_call_drafts_as_eager(models, tree):
+    """Compiled heads draft in one graph per call (`MedusaProposer.draft_token_ids`, "one row" at batch 1, "batch"
+    otherwise): the same drafts as the eager call, for one request and for several."""
+    from minispec.compilation.decorators import compile_model
+    from minispec.model_executor.models.medusa import load_medusa
+    from minispec.spec_decode.medusa import MedusaProposer
+
+    heads = load_medusa(models[2])
+    eager = MedusaProposer(heads, 3, SpecTree.from_paths(tree) if tree else None)
+    compiled = MedusaProposer(compile_model(load_medusa(models[2]), torch.device("cpu")), 3,
+                              SpecTree.from_paths(tree) if tree else None)
+    hidden = torch.randn(8, 64, generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        for rows in ([0], [1], [2, 3, 4]):
+            expected = eager.draft_token_ids(hidden[rows]).tolist()
+            assert compiled.propose([None] * len(rows), [[]] * len(rows), None, hidden[rows]) == expected
+    assert set(compiled._compiled_draft) == {"ahead of time", "batch"} and not eager._compiled_draft

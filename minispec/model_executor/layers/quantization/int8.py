@@ -17,8 +17,8 @@ output stays token for token the target's, and sampling stays lossless.
     y = x @ (q * scale[:, None])^T + bias = (x @ q^T) * scale + bias
 
 How the product runs (`int8_linear`):
-- one or two rows in a compiled graph (a batch-1 drafting step, a depth of an EAGLE-2 tree of top_k 2): a
-  multiply-and-sum written out, which Inductor turns into one loop that reads the int8 weight and converts it
+- up to four rows in a compiled graph (a batch-1 drafting step, a depth of an EAGLE-2 tree of top_k 2, Medusa's
+  heads at batch 1): a multiply-and-sum written out, which Inductor turns into one loop that reads the int8 weight and converts it
   in registers (`minispec/compilation/decorators.py` turns freezing off for such a network, since freezing
   would fold the conversion into a float32 copy). The rows go in as a buffer of their own, or Inductor would
   compute the norm before the product again for every output;
@@ -46,9 +46,10 @@ from torch import nn
 INT8_PER_CHANNEL_WEIGHT_ONLY = "int8_per_channel_weight_only"  # vLLM's shorthand name
 QUANTIZATION_METHODS = (INT8_PER_CHANNEL_WEIGHT_ONLY,)  # speculative_config "quantization" values minispec takes
 INT8_MAX = 127  # symmetric: -127..127, as vLLM's clamp(-vmax, vmax)
-# compiled products of this many rows or fewer are written as a multiply-and-sum: one row (a chain's depth) and
-# two (a depth of an EAGLE-2 tree of top_k 2), where Inductor's loops beat the kernel (docs/benchmarks.md)
-MUL_SUM_MAX_ROWS = 2
+# compiled products of this many rows or fewer are written as a multiply-and-sum: one row (a chain's depth), two
+# (a depth of an EAGLE-2 tree of top_k 2) and four (Medusa's four heads through their shared projection at batch
+# 1), where Inductor's loops beat the kernel or tie with it (docs/benchmarks.md)
+MUL_SUM_MAX_ROWS = 4
 # PyTorch's int8 CPU kernel reads the input features in vector blocks and has no tail: other widths crash it or
 # give NaN (torch 2.13, AVX-512), so they take the readable path. Every zoo and real model width is a multiple
 KERNEL_IN_MULTIPLE = 32
@@ -110,7 +111,12 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
         # into the loop, the norm or activation before it ran again for every output (0.55 against 0.89 ms a
         # compiled chain call, warm)
         flat = flat.as_strided(flat.shape, flat.stride())
-        y = (flat.unsqueeze(1) * weight.to(x.dtype)).sum(-1) * scale  # [rows, out]
+        w = weight.to(x.dtype)
+        if isinstance(rows, int):  # a fixed number of rows: one sum per row, which Inductor fuses into one loop
+            # that converts each weight once for every row (its rows otherwise loop outside, converting per row)
+            y = torch.stack([(flat[r] * w).sum(-1) for r in range(rows)]) * scale  # [rows, out]
+        else:
+            y = (flat.unsqueeze(1) * w).sum(-1) * scale  # [rows, out]
     elif x.device.type == "cpu" and in_features % KERNEL_IN_MULTIPLE == 0:
         # inside a graph as one opaque call (Inductor cannot lower the aten op's inputs)
         y = (torch.ops.minispec.int8_weight_only_mm if compiling else int8_weight_only_mm)(flat, weight, scale)

@@ -1,0 +1,69 @@
+"""A batch-1 drafting call compiled ahead of time: `torch.export`, then AOTInductor, then one C++ call a step.
+
+Chapters 1 and 7. vLLM v0.32.0 counterpart: none on a CPU. On a GPU vLLM captures a drafter's step in a CUDA graph
+and replays it (`vllm/v1/spec_decode/eagle.py`, `vllm/compilation/cuda_graph.py`), because a small drafter's
+kernels take less time than the framework's work of launching them one by one. A CPU has no graphs to replay.
+
+What a `torch.compile`d call pays on top of its kernels: Dynamo's guard check picks the compiled variant, then
+Python runs AOTAutograd's runtime wrapper and Inductor's generated wrapper, which allocates each buffer and calls
+each kernel. Right after the target's forward those paths are out of the caches. For Medusa's drafting call at
+batch 1 (int8 heads, FR-Spec's 1024 tokens; docs/benchmarks.md, "Medusa's drafting call ahead of time") that came
+to about 0.12 ms of a 0.31 ms call. AOTInductor compiles the exported graph, wrapper included, into a shared
+library: the host makes one call, with no Python between the kernels and no guards.
+
+The price: an exported graph has fixed input shapes here (one request's), and a call must hand it tensors of
+exactly the example's shapes, dtypes and device; anything else takes `torch.compile`'s graph. Compiling takes 10 to
+20 s, once per proposer.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+
+class _Call(nn.Module):
+    """`fn` as a module whose forward calls it; `network` registered so that export finds its weights."""
+
+    def __init__(self, fn: Callable, network: nn.Module):
+        super().__init__()
+        self.network = network
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.fn(*args)
+
+
+class AotCompiledCall:
+    """`fn(*example_args) -> one tensor`, exported and compiled by AOTInductor with Inductor's `options`, its
+    weights copied into the compiled library (as freezing makes them constants: they must not change afterwards);
+    called with tensors of the examples' shapes, dtypes and devices (`accepts`)."""
+
+    def __init__(self, fn: Callable, network: nn.Module, example_args: tuple[torch.Tensor, ...],
+                 options: dict | None = None):
+        self.signature = [(a.shape, a.dtype, a.device) for a in example_args]
+        with warnings.catch_warnings():
+            # PyTorch's own pytree code warns about itself (torch 2.13); not the caller's concern
+            warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
+            with torch.inference_mode():
+                exported = torch.export.export(_Call(fn, network).eval(), example_args, strict=False)
+            outputs = exported.graph_signature.user_outputs
+            if len(outputs) != 1:
+                raise ValueError(f"{getattr(fn, '__qualname__', fn)} returns {len(outputs)} outputs; an "
+                                 f"ahead-of-time drafting call returns one tensor")
+            package = io.BytesIO()  # the .pt2 archive, kept in memory
+            torch._inductor.aoti_compile_and_package(exported, package_path=package,
+                                                     inductor_configs=dict(options or {}))
+            package.seek(0)
+            # the loader's own call: AOTICompiledModel.__call__ would parse the input and output specs at every call
+            self.loader = torch._inductor.aoti_load_package(package).loader
+
+    def accepts(self, *args: torch.Tensor) -> bool:
+        return [(a.shape, a.dtype, a.device) for a in args] == self.signature
+
+    def __call__(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.loader.boxed_run([a.contiguous() for a in args])[0]  # the library reads them as laid out

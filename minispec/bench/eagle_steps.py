@@ -1,16 +1,19 @@
-"""A compiled EAGLE head's drafting call: the first pass through the whole layer or only at the last entry, and its
-metadata built on the host or inside the graph (chapters 4, 7).
+"""A compiled EAGLE head's drafting call: the first pass through the whole layer or only at the last entry, its
+metadata built on the host or inside the graph, the graph compiled ahead of time or not (chapters 4, 7).
 
 Run: `python -m minispec.bench.eagle_steps [--quick] [--config NAME] [--num-prompts 8] [--max-tokens 64]
 [--repeats 3] [--threads 1]`.
 
-Three engines with the same compiled EAGLE head (a `bench.spec_decode` row whose speculative_config has
+Four engines with the same compiled EAGLE head (a `bench.spec_decode` row whose speculative_config has
 `enforce_eager=False`; by default the int8 chain with FR-Spec's 1024 tokens) decode the same held-out prompts,
 batch 1, greedy, float32, in the same process, taking turns with plain decoding:
 
-- "lean" (the engine's default): the first pass runs past fc and the qkv product only at each request's last
-  entry (`EagleProposer.last_query_only`), and the graph builds the call's metadata from the request's block ids
-  (`metadata_in_graph`, `EagleProposer._one_request_inputs`);
+- "ahead of time" (the engine's default on a CPU): the lean call below compiled ahead of time by AOTInductor, one
+  call into a shared library (`EagleProposer.aot_compile`, `minispec/compilation/aot.py`); a prompt's first
+  call, with more new entries than a verified step brings, takes the torch.compile graph;
+- "lean": the first pass runs past fc and the qkv product only at each request's last entry
+  (`EagleProposer.last_query_only`), and the torch.compile graph builds the call's metadata from the request's
+  block ids (`metadata_in_graph`, `EagleProposer._one_request_inputs`);
 - "host metadata": the same first pass, the metadata built on the host with numpy (`causal_metadata`,
   `_draft_keys`) and handed to the graph;
 - "whole first pass": every entry of the first pass through the whole layer, as vLLM v0.32.0 runs it, and the
@@ -33,7 +36,8 @@ from minispec.bench.roofline import torch_threads
 from minispec.bench.spec_decode import METHODS, _phases_of, decode, drafting_forwards, paired_decode
 
 ENGINES = {  # name -> the proposer's switches
-    "lean": {"last_query_only": True, "metadata_in_graph": True},
+    "ahead of time": {"last_query_only": True, "metadata_in_graph": True, "aot_compile": True},
+    "lean": {"last_query_only": True, "metadata_in_graph": True, "aot_compile": False},
     "host metadata": {"last_query_only": True, "metadata_in_graph": False},
     "whole first pass": {"last_query_only": False, "metadata_in_graph": False},
 }

@@ -11,9 +11,10 @@ batch 1 (int8 heads, FR-Spec's 1024 tokens; docs/benchmarks.md, "Medusa's drafti
 to about 0.12 ms of a 0.31 ms call. AOTInductor compiles the exported graph, wrapper included, into a shared
 library: the host makes one call, with no Python between the kernels and no guards.
 
-The price: an exported graph has fixed input shapes here (one request's), and a call must hand it tensors of
-exactly the example's shapes, dtypes and device; anything else takes `torch.compile`'s graph. Compiling takes 10 to
-20 s, once per proposer.
+The price: an exported graph takes sizes within the ranges it was exported for (one request's call), and tensors
+of the example's dtypes and devices; anything else takes `torch.compile`'s graph. Compiling takes 10 to 20 s,
+once per proposer. Used for Medusa's heads (`minispec/spec_decode/medusa.py`) and an EAGLE head's drafting call
+(`minispec/spec_decode/eagle_tree.py`, `_draft_in_graph`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.export import Dim
 
 
 class _Call(nn.Module):
@@ -39,22 +41,28 @@ class _Call(nn.Module):
 
 
 class AotCompiledCall:
-    """`fn(*example_args) -> one tensor`, exported and compiled by AOTInductor with Inductor's `options`, its
-    weights copied into the compiled library (as freezing makes them constants: they must not change afterwards);
-    called with tensors of the examples' shapes, dtypes and devices (`accepts`)."""
+    """`fn(*example_args)`, exported and compiled by AOTInductor with Inductor's `options`, its weights copied into
+    the compiled library (as freezing makes them constants: they must not change afterwards). `dynamic` names the
+    sizes that may vary, {argument index: {dim: (name, min, max)}}, one name for sizes that are always equal; every
+    other size is the example's. Inputs the call
+    writes in place (a KV cache) are written in place. Called with contiguous tensors of the examples' dtypes and
+    devices, and sizes in range (`accepts`); returns one tensor, or a tuple of them."""
 
     def __init__(self, fn: Callable, network: nn.Module, example_args: tuple[torch.Tensor, ...],
-                 options: dict | None = None):
-        self.signature = [(a.shape, a.dtype, a.device) for a in example_args]
+                 options: dict | None = None, dynamic: dict[int, dict[int, tuple[str, int, int]]] | None = None):
+        dynamic = dynamic or {}
+        self.signature = [(a.dtype, a.device) for a in example_args]
+        self.ranges = [[dynamic.get(i, {}).get(d, (None, n, n))[1:] for d, n in enumerate(a.shape)]
+                       for i, a in enumerate(example_args)]  # [argument][dim] -> (min, max)
+        dims = {name: Dim(name, min=lo, max=hi) for sizes in dynamic.values() for name, lo, hi in sizes.values()}
+        shapes = [{d: dims[name] for d, (name, _, _) in dynamic.get(i, {}).items()} for i in range(len(example_args))]
         with warnings.catch_warnings():
             # PyTorch's own pytree code warns about itself (torch 2.13); not the caller's concern
             warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
             with torch.inference_mode():
-                exported = torch.export.export(_Call(fn, network).eval(), example_args, strict=False)
-            outputs = exported.graph_signature.user_outputs
-            if len(outputs) != 1:
-                raise ValueError(f"{getattr(fn, '__qualname__', fn)} returns {len(outputs)} outputs; an "
-                                 f"ahead-of-time drafting call returns one tensor")
+                exported = torch.export.export(_Call(fn, network).eval(), example_args,
+                                               dynamic_shapes=(tuple(shapes),) if dynamic else None, strict=False)
+            self.num_outputs = len(exported.graph_signature.user_outputs)
             package = io.BytesIO()  # the .pt2 archive, kept in memory
             torch._inductor.aoti_compile_and_package(exported, package_path=package,
                                                      inductor_configs=dict(options or {}))
@@ -63,7 +71,11 @@ class AotCompiledCall:
             self.loader = torch._inductor.aoti_load_package(package).loader
 
     def accepts(self, *args: torch.Tensor) -> bool:
-        return [(a.shape, a.dtype, a.device) for a in args] == self.signature
+        return len(args) == len(self.ranges) and all(
+            (a.dtype, a.device) == sig and a.dim() == len(dims) and a.is_contiguous()
+            and all(lo <= n <= hi for n, (lo, hi) in zip(a.shape, dims))
+            for a, sig, dims in zip(args, self.signature, self.ranges))
 
-    def __call__(self, *args: torch.Tensor) -> torch.Tensor:
-        return self.loader.boxed_run([a.contiguous() for a in args])[0]  # the library reads them as laid out
+    def __call__(self, *args: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
+        outputs = self.loader.boxed_run(list(args))
+        return outputs[0] if self.num_outputs == 1 else tuple(outputs)

@@ -33,7 +33,10 @@ x_{p+2}. Each propose call:
    With the head's forward compiled alone, the guard check
    and the graph's Python wrapper are paid at every depth, about 0.3 ms a call on a CPU (docs/benchmarks.md;
    minispec's own: vLLM v0.32.0 replays a CUDA graph per depth). A chain of one request multiplies one row at
-   each depth, in Inductor's own loops (`one_row_options`); trees and batches keep the packed products.
+   each depth, in Inductor's own loops (`one_row_options`); trees and batches keep the packed products. On a CPU
+   one request's graph is compiled ahead of time (`aot_compile`, `minispec/compilation/aot.py`): one call into a
+   shared library, without Dynamo's guards or Python between the kernels (docs/benchmarks.md, "An EAGLE head's
+   drafting call ahead of time").
 3. the tree of the call is kept (`last_trees[request_id]`, a `DraftTree`) for verification and notebooks.
 
 The target's features reach the proposer through `add_target_features` (the model runner calls it for every
@@ -165,6 +168,7 @@ class EagleProposer(TreeDrafting):
         self.one_graph = True
         self.last_query_only = True  # the first pass computes past its keys and values only at each last entry
         self.metadata_in_graph = True  # and, for one request, the one graph builds the call's metadata itself
+        self.aot_compile = True  # and, on a CPU, that graph is compiled ahead of time (minispec/compilation/aot.py)
         self.greedy_chain = DynamicTreeConfig(k + 1, k - 1, 1) if tree is None and dynamic_tree is None and k > 1 \
             else None
         # one row per product (a chain of one request) or not -> _grow_tree_in_graph compiled, at its first call

@@ -239,21 +239,68 @@ class TreeDrafting:
         (Inductor's C++ GEMMs in float32). Batches keep the packed products."""
         kind = "batch" if len(batch.states) > 1 else "one row" if chain else "tree"
         one_request = kind != "batch" and self.metadata_in_graph  # the graph builds its metadata itself
+        if one_request:
+            block_ids = torch.from_numpy(batch.block_table[0]).to(self.device)
+            if self.aot_compile and self.device.type == "cpu":  # one call into a library compiled ahead of time
+                key_pos = torch.arange(batch.context[0] + batch.input_ids.shape[0] + self.max_nodes_run)  # [S]
+                args = (batch.input_ids, batch.features, block_ids, key_pos, self.kv_caches[0])
+                aot = self._ahead_of_time(kind, chain)
+                if aot.accepts(*args):
+                    tokens, parents, scores, frontiers = aot(*args)
+                    return tokens, parents, scores, list(frontiers)
         method = self._grow_tree_one_request if one_request else self._grow_tree_in_graph
         key = f"{kind}, {'graph' if one_request else 'host'} metadata"
         if key not in self._compiled_grow_tree:
             from minispec.compilation.decorators import compile_drafting_call
-            from minispec.model_executor.models.llama import RotaryEmbedding
 
-            for module in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
-                if isinstance(module, RotaryEmbedding):
-                    module._table()
+            self._build_rope_tables()
             self._compiled_grow_tree[key] = compile_drafting_call(method, self.draft, kind)
         if one_request:
-            block_ids = torch.from_numpy(batch.block_table[0]).to(self.device)
             return self._compiled_grow_tree[key](batch.input_ids, batch.features, block_ids, batch.context[0], chain)
         keys = self._draft_keys(batch, self.max_nodes_run)
         return self._compiled_grow_tree[key](self._first_inputs(batch), keys, chain)
+
+    def _build_rope_tables(self) -> None:
+        from minispec.model_executor.models.llama import RotaryEmbedding
+
+        for module in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
+            if isinstance(module, RotaryEmbedding):
+                module._table()
+
+    def _ahead_of_time(self, kind: str, chain: bool):
+        """`_grow_tree_ahead_of_time` compiled ahead of time (`minispec/compilation/aot.py`) for one request's chain
+        or tree, built at its first call: 1 to depth + 1 new entries (a verified step's accepted drafts and bonus
+        token; a prompt's first call takes torch.compile's graph) and a context of at least one entry."""
+        key = f"{kind}, ahead of time"
+        if key not in self._compiled_grow_tree:
+            from minispec.compilation.aot import AotCompiledCall
+            from minispec.compilation.decorators import drafting_call_options
+
+            self._build_rope_tables()
+            max_new, kv_cache = self.max_draft_depth + 1, self.kv_caches[0]
+            num_blocks = kv_cache.shape[1] // self.block_size
+            span = self.max_nodes_run + max_new + 1  # the shortest key span taken: context >= 1
+            example = (torch.zeros(2, dtype=torch.long), torch.zeros(2, self.draft.config.hidden_size, dtype=self._dtype),
+                       torch.arange(min(num_blocks, 2 + span // self.block_size)), torch.arange(span + 1), kv_cache)
+            new, keys = ("new", 1, max_new), ("keys", span, self.max_model_len + self.max_nodes_run)
+            dynamic = {0: {0: new}, 1: {0: new}, 2: {0: ("blocks", 1, num_blocks)}, 3: {0: keys}}
+            self._compiled_grow_tree[key] = AotCompiledCall(
+                functools.partial(self._grow_tree_ahead_of_time, chain=chain), self.draft,
+                tuple(t.to(self.device) for t in example), drafting_call_options(self.draft, kind), dynamic)
+        return self._compiled_grow_tree[key]
+
+    def _grow_tree_ahead_of_time(self, input_ids, features, block_ids, key_pos, kv_cache, chain: bool):
+        """`_grow_tree_one_request` with tensors only, as an exported graph takes them: the context is the length of
+        key_pos ([S], the call's key positions 0 .. S - 1) less the new entries and the run slots, and kv_cache is
+        the head's cache, written in place. Returns the frontiers stacked, [depth, 1, K]."""
+        num_computed_tokens = key_pos.shape[0] - input_ids.shape[0] - self.max_nodes_run
+        caches, self.kv_caches = self.kv_caches, [kv_cache]
+        try:
+            tokens, parents, scores, frontiers = self._grow_tree_one_request(input_ids, features, block_ids,
+                                                                             num_computed_tokens, chain)
+        finally:
+            self.kv_caches = caches
+        return tokens, parents, scores, torch.stack(frontiers)
 
     def _grow_tree_one_request(self, input_ids, features, block_ids, num_computed_tokens: int, chain: bool):
         """`_grow_tree_in_graph` for one request, its metadata built in the graph (`_one_request_inputs`): the host

@@ -115,7 +115,7 @@ class MedusaProposer:
         target_hidden_states: torch.Tensor,  # [B, H] at each request's last valid token
     ) -> list[list[int]]:
         aot = self._compiled_draft.get("ahead of time")
-        if aot is not None and aot.accepts(target_hidden_states):
+        if aot is not None and self.aot_compile and aot.accepts(target_hidden_states):
             return aot(target_hidden_states).tolist()
         if getattr(self.heads, "is_compiled", False):
             return self._draft_compiled(target_hidden_states)(target_hidden_states).tolist()

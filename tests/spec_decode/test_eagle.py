@@ -261,3 +261,40 @@ def test_one_request_metadata_built_with_tensor_ops_equals_the_hosts(drafts, mod
             assert getattr(first.meta, field_name) == getattr(host_first.meta, field_name)
         for field_name in ("slot_mapping", "query_index", "output_index", "key_slots", "attn_mask", "slot_positions"):
             assert torch.equal(getattr(first.meta, field_name), getattr(host_first.meta, field_name)), field_name
+
+
+@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+@pytest.mark.parametrize("mode", ["chain k=4", "dynamic"])
+def test_ahead_of_time_call_drafts_as_the_one_request_graph(drafts, name, mode):
+    """The drafting call compiled ahead of time (`_ahead_of_time`, tensors only) grows the tree that
+    `_grow_tree_one_request` grows and writes the same keys and values into the cache, for one new entry and for
+    several."""
+    draft = drafts[name]
+    kw = {"k": 4} if mode.startswith("chain") else TREES[mode]
+    chain = mode.startswith("chain")
+    prop = proposer(draft, **kw)
+    gen = torch.Generator().manual_seed(7)
+    tokens = torch.randint(3, 96, (24,), generator=gen).tolist()
+    features = torch.randn(23, feature_dim(draft), generator=gen)
+    run(prop, "a", tokens[:11], features[:10])  # 10 entries committed
+    aot = prop._ahead_of_time("one row" if chain else "tree", chain)
+    for n in (12, 16):  # one new entry, then four
+        state = prop.states["a"]
+        prop.add_target_features("a", features[state.num_computed_tokens : n - 1])
+        prop.kv_cache_manager.allocate_slots(state, n - 1 - state.num_computed_tokens + prop.max_nodes_run)
+        batch = prop._first_pass([state], [tokens[:n]])
+        block_ids = torch.from_numpy(batch.block_table[0])
+        cache = prop.kv_caches[0].clone()
+        key_pos = torch.arange(batch.context[0] + batch.input_ids.shape[0] + prop.max_nodes_run)
+        args = (batch.input_ids, batch.features, block_ids, key_pos, prop.kv_caches[0])
+        assert aot.accepts(*args)
+        with torch.inference_mode():
+            got = aot(*args)
+            prop.kv_caches = [cache]
+            want = prop._grow_tree_one_request(batch.input_ids, batch.features, block_ids, batch.context[0], chain)
+        prop.kv_caches = [args[-1]]
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])  # tokens, parents
+        torch.testing.assert_close(got[2], want[2], atol=1e-3, rtol=1e-3)  # scores (its GEMMs are autotuned)
+        assert torch.equal(got[3], torch.stack(want[3]))  # frontiers
+        torch.testing.assert_close(args[-1], cache, atol=1e-4, rtol=1e-4)  # the same keys and values written
+    assert not aot.accepts(torch.zeros(prop.max_draft_depth + 2, dtype=torch.long), *args[1:])  # a prompt's call

@@ -141,8 +141,9 @@ class RotaryEmbedding(nn.Module):
         return out if out.dtype == x.dtype else out.to(x.dtype)
 
     def _table(self) -> torch.Tensor:
-        """[P, 2, 1, D]: [cos, cos] and [-sin, sin] per position (rebuilt if cos_sin is replaced or moved)."""
-        if self._table_of is not self.cos_sin:
+        """[P, 2, 1, D]: [cos, cos] and [-sin, sin] per position (rebuilt if cos_sin is replaced or moved). Under
+        torch.export the buffers are stand-ins for the real ones, so a table built before is the one to use."""
+        if self._table_of is not self.cos_sin and not (torch.compiler.is_exporting() and self._table_of is not None):
             cos, sin = self.cos_sin.chunk(2, dim=-1)  # [P, D/2]
             table = torch.stack([torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)], dim=1)
             self._rope_table, self._table_of = table[:, :, None], self.cos_sin

@@ -18,10 +18,10 @@ output stays token for token the target's, and sampling stays lossless.
 
 How the product runs (`int8_linear`):
 - up to four rows in a compiled graph (a batch-1 drafting step, a depth of an EAGLE-2 tree of top_k 2, Medusa's
-  heads at batch 1): a multiply-and-sum written out, which Inductor turns into one loop that reads the int8 weight and converts it
-  in registers (`minispec/compilation/decorators.py` turns freezing off for such a network, since freezing
-  would fold the conversion into a float32 copy). The rows go in as a buffer of their own, or Inductor would
-  compute the norm before the product again for every output;
+  heads at batch 1): a multiply-and-sum written out, which Inductor turns into one loop that reads the int8
+  weight and converts it in registers (`minispec/compilation/decorators.py` turns freezing off for such a
+  network, since freezing would fold the conversion into a float32 copy). The rows go in as a buffer of their
+  own, or Inductor would compute the norm before the product again for every output;
 - more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
   output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations and
   scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a
@@ -105,7 +105,9 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     rows = x.numel() // in_features
     flat = x.reshape(rows, in_features)
     compiling = torch.compiler.is_compiling()
-    if compiling and rows <= MUL_SUM_MAX_ROWS:
+    # exported (compiled ahead of time, minispec/compilation/aot.py): every product as loops, since the library
+    # cannot call the kernel's Python custom op; checked first, as the row count may be a symbol there
+    if compiling and (torch.compiler.is_exporting() or rows <= MUL_SUM_MAX_ROWS):
         # one loop per output that reads the int8 weight: [rows, 1, in] * [out, in], summed over in
         # as_strided: a view Inductor does not fuse through, so the rows are computed once into a buffer; fused
         # into the loop, the norm or activation before it ran again for every output (0.55 against 0.89 ms a

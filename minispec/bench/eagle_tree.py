@@ -8,8 +8,8 @@ A deeper or wider tree accepts more tokens per step (E), but every depth is one 
 (on the zoo, a decoder layer of the target's width and the 4096-row lm_head: about a third of the target's
 weights) and every node is one more row the target verifies. Which shape is best is a property of the machine
 and the heads, so it is measured, not assumed: each shape runs as a row of `bench.spec_decode` (the same
-prompts, plain decoding beside it in the same process, E, c per depth, v, the prediction E_all / (sum c + v)
-and the speedup), and the table is printed best first. EAGLE's paper uses 60 nodes, depth 5 to 7 and top_k 10
+prompts, plain decoding beside it in the same process, E, c per head forward (depth + 1 of them), v, the
+prediction E_all / (sum c + v) and the speedup), and the table is printed best first. EAGLE's paper uses 60 nodes, depth 5 to 7 and top_k 10
 for 7B-70B targets on a GPU, where verifying 60 tokens costs about what one does.
 
 `--draft-vocab-sizes` (method eagle) measures each shape again with FR-Spec's draft vocabulary of each size

@@ -14,7 +14,8 @@ method it prints
   sampler (the "forward" and "sample" phases of the engine's step recorder, mean over the decode steps of
   each `generate` call's fastest recorded run);
 - sum c, the drafter's whole call per engine step (the "propose" phase) over t(1), and c = sum c over the
-  draft forwards it runs (k for a chain, the depth for a tree, 1 for Medusa's heads);
+  draft forwards it runs (k for a chain, the tree's depth for a tree: depth + 1 for an EAGLE-2 tree, whose first
+  pass precedes its `depth` expansions; 1 for Medusa's heads);
 - v = t(n) / t(1), the target's work in a speculative step over n = drafts + 1 tokens per request: the
   forward, the logits at every verified row and the rejection sampler ("forward" + "verify"; "sample" in a
   step without drafts);
@@ -87,7 +88,7 @@ METHODS: dict[str, dict] = {
     "eagle chain k=4": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
     "EAGLE-2 tree (16)": {"method": "eagle", "model": "zoo:eagle", **EAGLE2},
     # the head compiled: the first pass and the whole tree in one graph per drafting call (c 0.48 -> 0.31 in
-    # float32 on an AMD EPYC, docs/benchmarks.md)
+    # float32 on an AMD EPYC, docs/benchmarks.md, when c was counted per expansion, not per head forward)
     "EAGLE-2 tree compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "enforce_eager": False},
     # FR-Spec: the head scores only the 1024 most frequent tokens (a quarter of the vocabulary; 86% of held-out
     # tokens), so each depth skips three quarters of the lm_head product (minispec/spec_decode/draft_vocab.py)
@@ -215,8 +216,8 @@ def agreement(got: list[list[int]], expected: list[list[int]]) -> float:
 
 
 def drafting_forwards(llm: LLM) -> int:
-    """Draft forwards per engine step: k for a chain drafter, the depth for a tree, one call for Medusa,
-    none for n-gram lookup."""
+    """Draft forwards per engine step: k for a chain drafter, the depth for a static tree, the first pass and
+    `depth` expansions for an EAGLE-2 tree (it is depth + 1 deep), one call for Medusa, none for n-gram lookup."""
     runner = llm.llm_engine.model_runner
     spec = runner.speculative_config
     if spec.method == "ngram":
@@ -224,7 +225,7 @@ def drafting_forwards(llm: LLM) -> int:
     if spec.method == "medusa":
         return 1
     if spec.dynamic_tree is not None:
-        return spec.dynamic_tree.depth
+        return spec.dynamic_tree.depth + 1
     if runner.spec_tree is not None:
         return max(len(p) for p in runner.spec_tree.paths)
     return spec.num_speculative_tokens

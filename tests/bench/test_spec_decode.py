@@ -138,3 +138,34 @@ def test_speculative_configs_from_the_command_line():
     with pytest.raises(ValueError, match="share the row name 'draft_model k=3'"):
         main(["--quick", "--speculative-config", '{"method": "draft_model", "model": "a", "num_speculative_tokens": 3}',
               '{"method": "draft_model", "model": "b", "num_speculative_tokens": 3}'])
+
+
+@pytest.mark.parametrize("spec", [
+    {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 3},
+    {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 3},
+    {"method": "eagle", "model": "zoo:eagle", "speculative_token_tree": [(0,), (1,), (0, 0), (0, 0, 0)]},
+    {"method": "eagle", "model": "zoo:eagle", "total_tokens": 8, "depth": 3, "top_k": 2},
+    {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 3},
+], ids=["draft chain", "eagle chain", "static tree", "dynamic tree", "medusa"])
+def test_drafting_forwards_counts_the_drafters_forwards_in_a_decode_step(spec, monkeypatch):
+    """c divides a drafting call by drafting_forwards: the draft network's forwards in one decode step (a
+    dynamic tree of depth d runs its first pass and d expansions, d + 1 forwards; Medusa's heads run once)."""
+    from minispec import SamplingParams
+    from minispec.bench.spec_decode import drafting_forwards
+
+    llm = LLM("zoo:target", dtype="float32", speculative_config=spec)
+    drafter = llm.llm_engine.model_runner.drafter
+    network = getattr(drafter, "draft", None) or getattr(drafter, "model", None) or drafter.heads
+    forward, calls_per_step = type(network).forward, []
+
+    def counted(module, *args, **kwargs):
+        calls_per_step[-1] += module is network  # the draft model's class is the target's
+        return forward(module, *args, **kwargs)
+
+    monkeypatch.setattr(type(network), "forward", counted)  # the class's: the proposers call it both ways
+    engine = llm.llm_engine
+    engine.add_request(None, [5, 6, 7, 8, 9], SamplingParams(temperature=0, max_tokens=6))
+    while engine.has_unfinished_requests():
+        calls_per_step.append(0)
+        engine.step()
+    assert calls_per_step[1:-1] and set(calls_per_step[1:-1]) == {drafting_forwards(llm)}

@@ -294,7 +294,9 @@ def test_ahead_of_time_call_drafts_as_the_one_request_graph(drafts, name, mode):
             want = prop._grow_tree_one_request(batch.input_ids, batch.features, block_ids, batch.context[0], chain)
         prop.kv_caches = [args[-1]]
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])  # tokens, parents
-        torch.testing.assert_close(got[2], want[2], atol=1e-3, rtol=1e-3)  # scores (its GEMMs are autotuned)
+        # scores, keys and values: a tree's float32 GEMMs are autotuned and may sum in another order, which moves a
+        # value by float32's rounding of the largest (this random head's keys reach 200)
+        torch.testing.assert_close(got[2], want[2], atol=3e-5 * want[2].abs().max().item(), rtol=1e-4)
         assert torch.equal(got[3], torch.stack(want[3]))  # frontiers
-        torch.testing.assert_close(args[-1], cache, atol=1e-4, rtol=1e-4)  # the same keys and values written
+        torch.testing.assert_close(args[-1], cache, atol=3e-5 * cache.abs().max().item(), rtol=1e-4)  # keys, values
     assert not aot.accepts(torch.zeros(prop.max_draft_depth + 2, dtype=torch.long), *args[1:])  # a prompt's call

@@ -9,8 +9,9 @@ A deeper or wider tree accepts more tokens per step (E), but every depth is one 
 weights) and every node is one more row the target verifies. Which shape is best is a property of the machine
 and the heads, so it is measured, not assumed: each shape runs as a row of `bench.spec_decode` (the same
 prompts, plain decoding beside it in the same process, E, c per head forward (depth + 1 of them), v, the
-prediction E_all / (sum c + v) and the speedup), and the table is printed best first. EAGLE's paper uses 60 nodes, depth 5 to 7 and top_k 10
-for 7B-70B targets on a GPU, where verifying 60 tokens costs about what one does.
+prediction E_all / (sum c + v) and the speedup), and the table is printed best first. EAGLE's paper uses 60
+nodes, depth 5 to 7 and top_k 10 for 7B-70B targets on a GPU, where verifying 60 tokens costs about what one
+does.
 
 `--draft-vocab-sizes` (method eagle) measures each shape again with FR-Spec's draft vocabulary of each size
 (speculative_config `draft_vocab_size`; `minispec/spec_decode/draft_vocab.py`): the head's lm_head product

@@ -8,7 +8,8 @@ plain PyTorch:
 
 1. write each new token's key and value at its slot (`slot_mapping`);
 2. gather every request's keys and values from its slots into a padded batch (`key_slots`), both in one call
-   (a layer's cache is one [2, num_slots, num_kv_heads, head_dim] tensor);
+   (a layer's cache is one [2, num_slots, num_kv_heads, head_dim] tensor); a batch of one request whose keys
+   sit in consecutive slots (`key_start`) reads them as a view of the cache instead, in an eager forward;
 3. run `scaled_dot_product_attention` with a boolean mask that is causal within the request, or follows a
    custom (tree) mask among the request's new tokens.
 
@@ -38,6 +39,10 @@ class AttentionMetadata:
     # same drafts count everywhere, or one token each): the queries are a reshape of the tokens, no gathers
     is_uniform_decode: bool = False
     slot_positions: torch.Tensor | None = None  # [T] each new token's position in its request (causal batches)
+    # one request whose S keys sit in the consecutive slots key_start .. key_start + S - 1 (its blocks are
+    # consecutive, as a batch of one's blocks usually are): attention reads them as a view of the cache, as
+    # vLLM's CPU kernel reads its paged cache in place, instead of gathering a copy (`consecutive_key_start`)
+    key_start: int | None = None
     _bias: tuple | None = field(default=None, init=False, repr=False, compare=False)  # (mask, bias) cache
 
     def attn_bias(self, dtype: torch.dtype) -> torch.Tensor:
@@ -82,6 +87,17 @@ def slots_of(block_table: np.ndarray, positions: np.ndarray, block_size: int) ->
     shape."""
     rows = np.arange(block_table.shape[0]).reshape(-1, *[1] * (positions.ndim - 1))
     return block_table[rows, positions // block_size] * block_size + positions % block_size
+
+
+def consecutive_key_start(block_table: np.ndarray, num_keys: int, block_size: int) -> int | None:
+    """The first key slot of a batch of one request whose first `num_keys` keys sit in consecutive cache slots
+    (its blocks are consecutive); None for more requests, or blocks out of order. On the host, once per batch."""
+    if block_table.shape[0] != 1 or num_keys < 1:
+        return None
+    blocks = block_table[0, : -(-num_keys // block_size)]
+    if blocks.shape[0] > 1 and not (blocks[1:] - blocks[:-1] == 1).all():
+        return None
+    return int(blocks[0]) * block_size
 
 
 def padded_block_table(tables: list[list[int]]) -> np.ndarray:
@@ -145,6 +161,7 @@ def causal_metadata(
         attn_mask=mask,
         is_uniform_decode=bool((query_lens == max_q).all()) and not last_query_only,
         slot_positions=positions,
+        key_start=consecutive_key_start(block_table, max_s, block_size),
     )
 
 
@@ -187,7 +204,11 @@ class PagedAttention(torch.nn.Module):
         else:
             q_pad = torch.cat([q, q.new_zeros(1, *q.shape[1:])])  # row T is the padding row
             q_batch = q_pad[meta.query_index].transpose(1, 2)  # [B, H, Q, D]
-        keys, values = gather_slots(kv_cache, meta.key_slots).transpose(2, 3)  # 2 x [B, Hkv, S, D]
+        if not torch.compiler.is_compiling() and meta.key_start is not None:  # (a compiled graph gathers)
+            start, num_keys = meta.key_start, meta.key_slots.shape[1]
+            keys, values = kv_cache[:, None, start : start + num_keys].transpose(2, 3)  # 2 x [1, Hkv, S, D], views
+        else:
+            keys, values = gather_slots(kv_cache, meta.key_slots).transpose(2, 3)  # 2 x [B, Hkv, S, D]
         out = F.scaled_dot_product_attention(
             q_batch,
             keys,

@@ -39,6 +39,7 @@ import torch
 from minispec.attention.paged_attention import (
     AttentionMetadata,
     causal_metadata,
+    consecutive_key_start,
     padded_block_table,
     to_device,
 )
@@ -325,6 +326,7 @@ class DecodeSteps:
     key_slots: torch.Tensor  # [B, S] cache slots of positions 0 .. S - 1 (0 past a row's last one)
     attn_mask: torch.Tensor  # [depth - 1, B, 1, 1, S] key s visible at step t: s < lens[b] + t
     arange: torch.Tensor  # [B]
+    key_start: int | None = None  # one request's keys in consecutive slots from here (AttentionMetadata)
 
     @classmethod
     def build(cls, block_table: np.ndarray, lens: list[int], budgets: list[int], block_size: int,
@@ -342,7 +344,7 @@ class DecodeSteps:
         slot_mapping = np.take_along_axis(key_slots, np.minimum(positions, span - 1), axis=1)  # [B, depth - 1]
         attn_mask = key_pos[None, None, :] < (positions + 1).T[:, :, None]  # [depth - 1, B, S]
         return cls(*to_device(device, positions, slot_mapping, key_slots, attn_mask[:, :, None, None, :],
-                              np.arange(num_reqs)))
+                              np.arange(num_reqs)), consecutive_key_start(block_table, span, block_size))
 
     def metadata(self, t: int, rows: torch.Tensor | None, max_seq_len: int) -> AttentionMetadata:
         """Step t's metadata for the rows still drafting (None: all), keys cut to the longest of them."""
@@ -359,6 +361,7 @@ class DecodeSteps:
             key_slots=keys[:, :max_seq_len],
             attn_mask=mask[..., :max_seq_len],
             is_uniform_decode=True,
+            key_start=None if rows is not None or torch.compiler.is_compiling() else self.key_start,
         )
 
 

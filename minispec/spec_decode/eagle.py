@@ -453,8 +453,8 @@ class EagleProposer(TreeDrafting):
             tokens, _, scores, _ = self._draft_in_graph(batch, chain=True)  # [B, k] each
             return [DraftTree(h[-1], t, list(range(-1, self.k)), sc)
                     for h, t, sc in zip(histories, tokens.tolist(), scores.tolist())]
-        tokens = torch.zeros(num_reqs, self.k, dtype=torch.long, device=dev)  # [B, k] target ids
-        scores = torch.zeros(num_reqs, self.k, device=dev)  # [B, k] cumulative draft log-probability
+        draft_ids: list[torch.Tensor] = []  # per depth [B] draft ids
+        logits_per_depth: list[torch.Tensor] = []  # per depth [B, draft vocab]
         probs: list[torch.Tensor] = []  # per depth [B, draft vocab], when random rows sample their drafts
         out, feed = self._run_first_pass(self._first_inputs(batch))  # [B, H] each
         committed = batch.committed
@@ -465,15 +465,19 @@ class EagleProposer(TreeDrafting):
         for step in range(self.k):
             logits = self.draft.compute_logits(out).float()  # [B, draft vocab]
             ids, p, is_greedy = sample_draft_token_ids(logits, md)  # [B]; is_greedy is the same at every depth
-            logp = logits.log_softmax(dim=-1).gather(1, ids[:, None])[:, 0]  # [B]
-            tokens[:, step] = self.draft.draft_to_target(ids)
-            scores[:, step] = logp if step == 0 else scores[:, step - 1] + logp
+            draft_ids.append(ids)
+            logits_per_depth.append(logits)
             if p is not None:
                 probs.append(p)
             if step == self.k - 1:
                 break
             meta = steps.metadata(step + 1, None, longest + step + 1)
-            out, feed = self.draft(tokens[:, step], steps.positions[:, step], feed, self.kv_caches, meta)
+            out, feed = self.draft(self.draft.draft_to_target(ids), steps.positions[:, step], feed, self.kv_caches,
+                                   meta)
+        # every depth's score at once, after the loop: one log_softmax instead of one per depth
+        ids = torch.stack(draft_ids, dim=1)  # [B, k]
+        logp = torch.stack(logits_per_depth, dim=1).log_softmax(dim=-1).gather(2, ids[..., None])[..., 0]  # [B, k]
+        tokens, scores = self.draft.draft_to_target(ids), logp.cumsum(dim=1)  # [B, k] each
         trees = []
         tokens_l, scores_l = tokens.tolist(), scores.tolist()
         for b, (state, history) in enumerate(zip(batch.states, histories)):

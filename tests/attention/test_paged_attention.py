@@ -1,11 +1,17 @@
 """minispec/attention/paged_attention.py: a varlen batch over a paged cache attends exactly as each request
 would alone over contiguous keys, and the cache holds every new token's key and value at its slot."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from minispec.attention.paged_attention import PagedAttention, causal_metadata, gather_slots
+from minispec.attention.paged_attention import (
+    PagedAttention,
+    causal_metadata,
+    consecutive_key_start,
+    gather_slots,
+)
 
 HEADS, KV_HEADS, HEAD_DIM, BLOCK = 4, 2, 8, 4
 
@@ -78,3 +84,40 @@ def test_last_query_only_takes_no_custom_masks():
     with pytest.raises(ValueError, match="last_query_only"):
         causal_metadata([[0]], [0], [2], BLOCK, custom_masks={0: torch.ones(2, 2, dtype=torch.bool)},
                         last_query_only=True)
+
+
+def test_consecutive_key_start_only_for_one_request_in_consecutive_blocks():
+    table = np.array([[4, 5, 6, 0]])
+    assert consecutive_key_start(table, 9, BLOCK) == 4 * BLOCK  # blocks 4, 5, 6 hold keys 0 .. 8
+    assert consecutive_key_start(table, 8, BLOCK) == 4 * BLOCK  # the padding block past them is not read
+    assert consecutive_key_start(np.array([[4, 6, 5]]), 9, BLOCK) is None  # out of order
+    assert consecutive_key_start(np.array([[4, 6, 5]]), 4, BLOCK) == 4 * BLOCK  # one block: always
+    assert consecutive_key_start(np.array([[1, 2], [3, 4]]), 8, BLOCK) is None  # two requests: gathered
+
+
+@pytest.mark.parametrize("tree", [False, True])
+def test_consecutive_keys_are_read_as_a_view_with_the_gathers_result(tree):
+    """A batch of one request whose blocks are consecutive attends to a view of the cache (key_start), bit for
+    bit as the gathered copy does, writing the same cache; a tree mask among the new tokens included."""
+    torch.manual_seed(0)
+    context, new = np.array([6]), np.array([5])
+    table = np.array([[2, 3, 4, 0]])
+    masks = None
+    if tree:  # node i sees the root and its parent chain: 0 <- 1 <- 3, 0 <- 2 <- 4
+        parents = [-1, 0, 0, 1, 2]
+        mask = torch.eye(5, dtype=torch.bool)
+        for i, p in enumerate(parents):
+            while p >= 0:
+                mask[i, p], p = True, parents[p]
+        masks = {0: mask}
+    q, k, v = torch.randn(5, HEADS, HEAD_DIM), torch.randn(5, KV_HEADS, HEAD_DIM), torch.randn(5, KV_HEADS, HEAD_DIM)
+    outs, caches = [], []
+    for view in (True, False):
+        meta = causal_metadata(table, context, new, BLOCK, custom_masks=masks)
+        assert meta.key_start == 2 * BLOCK
+        if not view:
+            meta.key_start = None
+        kv_cache = torch.randn(2, 9 * BLOCK, KV_HEADS, HEAD_DIM, generator=torch.Generator().manual_seed(1))
+        outs.append(PagedAttention(HEADS, KV_HEADS, HEAD_DIM)(q, k, v, kv_cache, meta))
+        caches.append(kv_cache)
+    assert torch.equal(outs[0], outs[1]) and torch.equal(caches[0], caches[1])

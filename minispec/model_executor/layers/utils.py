@@ -32,6 +32,13 @@ gate_up_proj cost 1.3 to 1.4 times one row); on an AVX2-only CPU oneDNN cannot p
 differently for different row counts, by one bfloat16 ulp), which is within the "up to hardware numerics"
 vLLM documents for half precision; the float32 guarantee above is bitwise.
 
+What a call costs beyond its arithmetic: PyTorch's `_linear_pointwise` builds oneDNN's primitive descriptor at every
+call before finding the primitive in oneDNN's cache, where vLLM's `onednn_mm` keeps a handle with a primitive per
+row count. The kernel is the same and so are the rows, bit for bit, but inside an engine step, with the caches
+cold from the weights streaming through, the AMX Xeon measured PyTorch's op 30 to 55 us slower per call than
+vLLM's (docs/benchmarks.md, 2026-12-05). minispec cannot reach oneDNN another way from Python; it keeps its own
+share of a call small instead: a few checks, and x handed to the op with its own shape.
+
 A layer whose pack fails keeps `F.linear`, as vLLM falls back when oneDNN refuses. minispec keeps the original
 weight (vLLM frees it), builds the pack at the layer's first call and rebuilds it when the weight is replaced
 or changed in place (its version counter moves). Autograd calls take F.linear.
@@ -44,6 +51,10 @@ import types
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+_is_compiling = torch.compiler.is_compiling
+# the op itself, not torch.ops' packet: one lookup fewer per call (None in a build without oneDNN, never called)
+_LINEAR_POINTWISE = torch.ops.mkldnn._linear_pointwise.default if torch.backends.mkldnn.is_available() else None
 
 # the fastest mix measured (python -m minispec.bench.linear), not the default: batch-invariance needs every call
 MIN_PACKED_ROWS = 2  # one row: MKL's matrix-vector product is faster than oneDNN's
@@ -93,6 +104,7 @@ def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, m
             module.forward = types.MethodType(cpu_unquantized_gemm, module)
             module._onednn = None  # (weight, its version, the packed weight), built at the first packed call
             module._onednn_min_rows = min_rows
+            module._onednn_min_numel = max(min_rows, 1) * module.in_features  # of x, for a packed call
             count += 1
     return count
 
@@ -101,19 +113,33 @@ def restore_linear(model: nn.Module) -> None:
     """Give every dispatched layer back nn.Linear's own forward (and drop its packed weight)."""
     for module in model.modules():
         if "_onednn" in module.__dict__:
-            del module.forward, module._onednn, module._onednn_min_rows
+            del module.forward, module._onednn, module._onednn_min_rows, module._onednn_min_numel
 
 
 def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """`layer(x)`, with x [..., in_features]: oneDNN's matmul on the packed weight; F.linear under autograd, for
     another dtype, for fewer rows than the layer's min_rows, and while Dynamo traces the call (a compiled forward,
     or a compiled drafting call that reads an eager target's lm_head): Inductor's freezing packs that weight
-    itself. Bound to a layer as its forward by dispatch_cpu_unquantized_gemm."""
+    itself. Bound to a layer as its forward by dispatch_cpu_unquantized_gemm.
+
+    The first branch is every eager call after the first: a model step makes about 50 of these calls, so it
+    checks what it must with the fewest Python operations and hands x to the op as it is (the op flattens
+    x's leading dimensions itself); the rest is `_gemm`."""
+    weight, cached = layer.weight, layer._onednn
+    if (not _is_compiling() and cached is not None and cached[0] is weight and cached[1] == weight._version
+            and cached[2] is not None and x.dtype == weight.dtype and x.numel() >= layer._onednn_min_numel
+            and not (weight.requires_grad and torch.is_grad_enabled())):
+        return _LINEAR_POINTWISE(x, cached[2], layer.bias, "none", [], "")
+    return _gemm(layer, x)
+
+
+def _gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """cpu_unquantized_gemm's every case, the first call of a layer and a changed weight among them."""
     weight = layer.weight
     if torch.compiler.is_compiling():
         return F.linear(x, weight, layer.bias)
     rows = x.numel() // weight.shape[1] if x.dim() else 1
-    if rows < layer._onednn_min_rows or x.dtype != weight.dtype or (torch.is_grad_enabled() and weight.requires_grad):
+    if rows < max(layer._onednn_min_rows, 1) or x.dtype != weight.dtype or (torch.is_grad_enabled() and weight.requires_grad):
         return F.linear(x, weight, layer.bias)
     packed = _packed_weight(layer)
     if packed is None:

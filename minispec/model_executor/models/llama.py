@@ -129,16 +129,36 @@ class RotaryEmbedding(nn.Module):
         freqs = torch.outer(torch.arange(max_position, dtype=torch.float32), inv_freq)  # [P, D/2]
         self.register_buffer("cos_sin", torch.cat([freqs.cos(), freqs.sin()], dim=-1), persistent=False)
         self._table_of: torch.Tensor | None = None  # the cos_sin the table was derived from
+        self._sharing = False  # inside an eager model forward (share_lookup)
+        self._shared: tuple | None = None  # (positions, table, cos, sin) of the forward's first lookup
 
     def forward(self, positions: torch.Tensor, q: torch.Tensor, k: torch.Tensor):
         return self.rotate(positions, q), self.rotate(positions, k)
 
     def rotate(self, positions: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """x [T, N, D] (N heads) rotated by each token's position, in float32, back in x's dtype."""
-        cos, sin = self._table()[positions].unbind(1)  # [T, 1, D] each
+        cos, sin = self._cos_sin(positions)  # [T, 1, D] each
         xf = x.float()
         out = xf * cos + xf.roll(x.shape[-1] // 2, dims=-1) * sin
         return out if out.dtype == x.dtype else out.to(x.dtype)
+
+    def share_lookup(self, on: bool) -> None:
+        """Between share_lookup(True) and share_lookup(False), rotations by the same positions tensor share one
+        table lookup: an eager model forward, whose layers share this module and rotate by the same positions
+        (layers 2 .. L then skip the lookup). Outside, every call looks up (a caller may have written a
+        positions buffer in place, and inference tensors keep no version to tell)."""
+        self._sharing, self._shared = on, None
+
+    def _cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        table = self._table()
+        if torch.compiler.is_compiling() or not self._sharing:
+            return table[positions].unbind(1)
+        shared = self._shared
+        if shared is not None and shared[0] is positions and shared[1] is table:
+            return shared[2], shared[3]
+        cos, sin = table[positions].unbind(1)
+        self._shared = (positions, table, cos, sin)
+        return cos, sin
 
     def _table(self) -> torch.Tensor:
         """[P, 2, 1, D]: [cos, cos] and [-sin, sin] per position (rebuilt if cos_sin is replaced or moved). Under
@@ -261,11 +281,19 @@ class LlamaForCausalLM(nn.Module):
     ) -> ModelOutput:
         h = self.model.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # [T, hidden]
         aux = []
-        for i, layer in enumerate(self.model.layers):
-            if any(i == j for j in aux_hidden_layers):  # not `in`: under torch.compile(dynamic=True)
-                # the ints are symbolic and `in` answers False (torch 2.13); == compares them
-                aux.append(h)
-            h = layer(positions, h, kv_caches[i], attn_metadata)
+        rope = self.model.layers[0].self_attn.rotary_emb  # every layer's (LlamaModel)
+        share = not torch.compiler.is_compiling()
+        if share:
+            rope.share_lookup(True)
+        try:
+            for i, layer in enumerate(self.model.layers):
+                if any(i == j for j in aux_hidden_layers):  # not `in`: under torch.compile(dynamic=True)
+                    # the ints are symbolic and `in` answers False (torch 2.13); == compares them
+                    aux.append(h)
+                h = layer(positions, h, kv_caches[i], attn_metadata)
+        finally:
+            if share:
+                rope.share_lookup(False)
         return ModelOutput(self.model.norm(h), aux or None)
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:

@@ -28,8 +28,10 @@ def test_same_result_as_nn_linear(shape):
     with torch.inference_mode():
         expected = net(x)
         assert dispatch_cpu_unquantized_gemm(net, min_weight_numel=0) == 2
-        got = net(x)
-    assert got.shape == expected.shape
+        got = net(x)  # the first call packs the weights
+        again = net(x)  # the packed path of every later call, x passed to the op with its own shape
+    assert got.shape == again.shape == expected.shape
+    assert torch.equal(again, got)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 

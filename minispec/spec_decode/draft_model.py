@@ -361,6 +361,7 @@ class DecodeSteps:
             key_slots=keys[:, :max_seq_len],
             attn_mask=mask[..., :max_seq_len],
             is_uniform_decode=True,
+            # not read while Dynamo traces: an int it read would be guarded, one graph per start slot
             key_start=None if rows is not None or torch.compiler.is_compiling() else self.key_start,
         )
 

@@ -35,7 +35,7 @@ vLLM documents for half precision; the float32 guarantee above is bitwise.
 What a call costs beyond its arithmetic: PyTorch's `_linear_pointwise` builds oneDNN's primitive descriptor at every
 call before finding the primitive in oneDNN's cache, where vLLM's `onednn_mm` keeps a handle with a primitive per
 row count. The kernel is the same and so are the rows, bit for bit, but inside an engine step, with the caches
-cold from the weights streaming through, the AMX Xeon measured PyTorch's op 30 to 55 us slower per call than
+cold from the weights streaming through, the AMX Xeon measured PyTorch's op 25 to 55 us slower per call than
 vLLM's (docs/benchmarks.md, 2026-12-05). minispec cannot reach oneDNN another way from Python; it keeps its own
 share of a call small instead: a few checks, and x handed to the op with its own shape.
 
@@ -104,7 +104,6 @@ def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, m
             module.forward = types.MethodType(cpu_unquantized_gemm, module)
             module._onednn = None  # (weight, its version, the packed weight), built at the first packed call
             module._onednn_min_rows = min_rows
-            module._onednn_min_numel = max(min_rows, 1) * module.in_features  # of x, for a packed call
             count += 1
     return count
 
@@ -113,7 +112,7 @@ def restore_linear(model: nn.Module) -> None:
     """Give every dispatched layer back nn.Linear's own forward (and drop its packed weight)."""
     for module in model.modules():
         if "_onednn" in module.__dict__:
-            del module.forward, module._onednn, module._onednn_min_rows, module._onednn_min_numel
+            del module.forward, module._onednn, module._onednn_min_rows
 
 
 def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
@@ -127,7 +126,8 @@ def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     x's leading dimensions itself); the rest is `_gemm`."""
     weight, cached = layer.weight, layer._onednn
     if (not _is_compiling() and cached is not None and cached[0] is weight and cached[1] == weight._version
-            and cached[2] is not None and x.dtype == weight.dtype and x.numel() >= layer._onednn_min_numel
+            and cached[2] is not None and x.dtype == weight.dtype
+            and x.numel() >= layer._onednn_min_rows * weight.shape[1]
             and not (weight.requires_grad and torch.is_grad_enabled())):
         return _LINEAR_POINTWISE(x, cached[2], layer.bias, "none", [], "")
     return _gemm(layer, x)
@@ -139,7 +139,7 @@ def _gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     if torch.compiler.is_compiling():
         return F.linear(x, weight, layer.bias)
     rows = x.numel() // weight.shape[1] if x.dim() else 1
-    if rows < max(layer._onednn_min_rows, 1) or x.dtype != weight.dtype or (torch.is_grad_enabled() and weight.requires_grad):
+    if rows < layer._onednn_min_rows or x.dtype != weight.dtype or (torch.is_grad_enabled() and weight.requires_grad):
         return F.linear(x, weight, layer.bias)
     packed = _packed_weight(layer)
     if packed is None:

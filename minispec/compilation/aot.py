@@ -71,10 +71,15 @@ class AotCompiledCall:
             self.loader = torch._inductor.aoti_load_package(package).loader
 
     def accepts(self, *args: torch.Tensor) -> bool:
-        return len(args) == len(self.ranges) and all(
-            (a.dtype, a.device) == sig and a.dim() == len(dims) and a.is_contiguous()
-            and all(lo <= n <= hi for n, (lo, hi) in zip(a.shape, dims))
-            for a, sig, dims in zip(args, self.signature, self.ranges))
+        if len(args) != len(self.ranges):
+            return False
+        for a, (dtype, device), dims in zip(args, self.signature, self.ranges):  # a plain loop: called every step
+            if a.dtype != dtype or a.device != device or a.dim() != len(dims) or not a.is_contiguous():
+                return False
+            for n, (lo, hi) in zip(a.shape, dims):
+                if not lo <= n <= hi:
+                    return False
+        return True
 
     def __call__(self, *args: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         outputs = self.loader.boxed_run(list(args))

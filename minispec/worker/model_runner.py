@@ -225,7 +225,7 @@ class ModelRunner(TreeVerificationMixin):
         num_draft_tokens = [len(so.scheduled_spec_decode_tokens.get(r.request_id, ())) for r in reqs]
         last_index = batch.query_start_loc[1:][rows] - 1  # [B_s] each request's last valid token
         # flat rows whose hidden states stay valid (the context, root and accepted drafts) per sampling row
-        valid_rows: dict[int, np.ndarray] = {}
+        valid_rows: dict[int, np.ndarray | slice] = {}
         if any(num_draft_tokens) and self._uses_trees:
             token_ids, last_index, paths, spec_logprobs = self._verify_tree(
                 so, batch, out.hidden_states, reqs, block_table, sampling_metadata
@@ -242,7 +242,7 @@ class ModelRunner(TreeVerificationMixin):
             # the last accepted draft's position (the one that produced the bonus or recovered token)
             last_index = last_index - np.array(num_draft_tokens) + [len(t) - 1 for t in token_ids]
             for j, i in enumerate(rows):
-                valid_rows[i] = np.arange(batch.query_start_loc[i], last_index[j] + 1)
+                valid_rows[i] = slice(int(batch.query_start_loc[i]), int(last_index[j]) + 1)  # one run of rows
                 self._record_accepted(reqs[j].request_id, list(range(1, len(token_ids[j]))))
         else:
             logits_indices = torch.from_numpy(last_index).to(self.device)  # [B_s]
@@ -350,8 +350,9 @@ class ModelRunner(TreeVerificationMixin):
         for i, r in enumerate(so.scheduled_requests):
             index = valid_rows.get(i)
             if index is None:
-                index = np.arange(batch.query_start_loc[i], batch.query_start_loc[i + 1])
-            index = torch.as_tensor(index, dtype=torch.long, device=self.device)
+                index = slice(int(batch.query_start_loc[i]), int(batch.query_start_loc[i + 1]))
+            if not isinstance(index, slice):  # a tree's accepted path; a slice is a view, not a gather
+                index = torch.as_tensor(index, dtype=torch.long, device=self.device)
             aux = [a[index] for a in out.aux_hidden_states] if out.aux_hidden_states else None
             self.drafter.add_target_features(
                 r.request_id, target_features(out.hidden_states[index], aux, layers)

@@ -20,8 +20,10 @@ How the product runs (`int8_linear`):
 - up to four rows in a compiled graph (a batch-1 drafting step, a depth of an EAGLE-2 tree of top_k 2, Medusa's
   heads at batch 1): a multiply-and-sum written out, which Inductor turns into one loop that reads the int8
   weight and converts it in registers (`minispec/compilation/decorators.py` turns freezing off for such a
-  network, since freezing would fold the conversion into a float32 copy). The rows go in as a buffer of their
-  own, or Inductor would compute the norm before the product again for every output;
+  network, since freezing would fold the conversion into a float32 copy, and lets the C++ compiler fuse each
+  multiply and add into an FMA). The rows go in as a float32 buffer of their own: fused into the loop, the
+  norm before the product would run again for every output, and bfloat16 rows would be converted again for
+  every output. The sum is float32, rounded to the activations' dtype once;
 - more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
   output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations and
   scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a
@@ -108,17 +110,21 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     # exported (compiled ahead of time, minispec/compilation/aot.py): every product as loops, since the library
     # cannot call the kernel's Python custom op; checked first, as the row count may be a symbol there
     if compiling and (torch.compiler.is_exporting() or rows <= MUL_SUM_MAX_ROWS):
-        # one loop per output that reads the int8 weight: [rows, 1, in] * [out, in], summed over in
-        # as_strided: a view Inductor does not fuse through, so the rows are computed once into a buffer; fused
-        # into the loop, the norm or activation before it ran again for every output (0.55 against 0.89 ms a
-        # compiled chain call, warm)
-        flat = flat.as_strided(flat.shape, flat.stride())
-        w = weight.to(x.dtype)
+        # one loop per output that reads the int8 weight: [rows, 1, in] * [out, in], summed over in, in float32
+        # (as Inductor computes bfloat16 anyway), rounded to the activations' dtype once at the end.
+        # The rows go in as a float32 buffer of their own. as_strided: a view Inductor does not fuse through;
+        # fused into the loop, the norm or activation before it ran again for every output (0.55 against 0.89 ms
+        # a compiled chain call, warm). float32: bfloat16 rows would be converted again for every output (an
+        # EAGLE-2 tree's call 1.56 against 2.44 ms in bfloat16, warm; docs/benchmarks.md)
+        rows32 = flat.float()
+        rows32 = rows32.as_strided(rows32.shape, rows32.stride())
+        w = weight.float()
         if isinstance(rows, int):  # a fixed number of rows: one sum per row, which Inductor fuses into one loop
             # that converts each weight once for every row (its rows otherwise loop outside, converting per row)
-            y = torch.stack([(flat[r] * w).sum(-1) for r in range(rows)]) * scale  # [rows, out]
+            y = torch.stack([(rows32[r] * w).sum(-1) for r in range(rows)])  # [rows, out]
         else:
-            y = (flat.unsqueeze(1) * w).sum(-1) * scale  # [rows, out]
+            y = (rows32.unsqueeze(1) * w).sum(-1)  # [rows, out]
+        y = (y * scale.float()).to(x.dtype)
     elif x.device.type == "cpu" and in_features % KERNEL_IN_MULTIPLE == 0:
         # inside a graph as one opaque call (Inductor cannot lower the aten op's inputs)
         y = (torch.ops.minispec.int8_weight_only_mm if compiling else int8_weight_only_mm)(flat, weight, scale)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from minispec.compilation.decorators import keep_int8_weights, network_dtype
+from minispec.compilation.decorators import INT8_OPTIONS, int8_network_options, network_dtype
 from minispec.model_executor.layers.quantization.int8 import (
     MUL_SUM_MAX_ROWS,
     Int8Linear,
@@ -83,6 +83,28 @@ def test_compiled_products_one_row_and_many():
             torch.testing.assert_close(compiled(x), x @ reference.T + layer.bias, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_compiled_loops_sum_in_float32_and_round_once(dtype):
+    """The multiply-and-sum of a compiled drafting call, with the int8 network's options (FMA contraction on):
+    bfloat16 rows are summed in float32 and the result rounded to bfloat16 once, before the bias."""
+    layer = Int8Linear.from_linear(_linear()).to(dtype)
+    q, scale, bias = layer.weight, layer.weight_scale, layer.bias
+
+    def f(x):
+        return int8_linear(x, q, scale, bias)
+
+    compiled = torch.compile(f, dynamic=False, options=INT8_OPTIONS)
+    for rows in (1, 2, MUL_SUM_MAX_ROWS):
+        x = torch.randn(rows, 64).to(dtype)
+        expected = ((x.float() @ q.float().T) * scale.float()).to(dtype) + bias  # [rows, out]
+        with torch.inference_mode():
+            got = compiled(x)
+        assert got.dtype == dtype
+        # float32 sums in another order: float32 rounding, which bfloat16's rounding can move by one step
+        tolerance = 1e-5 if dtype == torch.float32 else 1e-2
+        torch.testing.assert_close(got, expected, rtol=tolerance, atol=tolerance)
+
+
 def test_quantize_linear_layers_keeps_sharing_and_dtypes():
     shared = nn.Linear(8, 8)
     net = nn.ModuleDict({"a": nn.Sequential(nn.Linear(8, 8), shared), "b": nn.Sequential(shared), "n": nn.LayerNorm(8)})
@@ -99,10 +121,12 @@ def test_quantize_linear_layers_keeps_sharing_and_dtypes():
 
 def test_compiled_networks_keep_their_int8_weights():
     net = nn.Sequential(nn.Linear(4, 4))
-    assert keep_int8_weights(net, {"max_autotune": True}) == {"max_autotune": True}
+    assert int8_network_options(net, {"max_autotune": True}) == {"max_autotune": True}
     quantize_linear_layers(net)
-    assert keep_int8_weights(net, None) == {"freezing": False}
-    assert keep_int8_weights(net, {"freezing": True}) == {"freezing": True}  # the caller's options win
+    assert int8_network_options(net, None) == INT8_OPTIONS
+    assert int8_network_options(net, None)["freezing"] is False
+    # the caller's options win
+    assert int8_network_options(net, {"freezing": True}) == INT8_OPTIONS | {"freezing": True}
 
 
 def test_check_quantization():

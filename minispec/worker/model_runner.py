@@ -297,8 +297,11 @@ class ModelRunner(TreeVerificationMixin):
             histories = [np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(reqs, sampled_token_ids)]
             return self.drafter.propose(histories)
         if method == "medusa":
-            index = torch.as_tensor(last_index, dtype=torch.long, device=self.device)
-            return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata, hidden_states[index])
+            if len(last_index) == 1:  # one request: its row as a view, not a gather
+                rows = hidden_states[int(last_index[0]) : int(last_index[0]) + 1]  # [1, H]
+            else:
+                rows = hidden_states[torch.as_tensor(last_index, dtype=torch.long, device=self.device)]  # [B, H]
+            return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata, rows)
         return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata)  # draft_model, eagle, eagle3
 
     def _verify(self, so, batch, hidden_states, reqs, num_draft_tokens, sampling_metadata):

@@ -23,7 +23,9 @@ How the product runs (`int8_linear`):
   network, since freezing would fold the conversion into a float32 copy, and lets the C++ compiler fuse each
   multiply and add into an FMA). The rows go in as a float32 buffer of their own: fused into the loop, the
   norm before the product would run again for every output, and bfloat16 rows would be converted again for
-  every output. The sum is float32, rounded to the activations' dtype once;
+  every output. The sum is float32, rounded to the activations' dtype once. Where rows are 384 wide or more,
+  the outputs go in blocks (`output_blocks`: four for one row, two for two), so each loop runs four sums side
+  by side, not one chain of FMAs;
 - more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
   output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations and
   scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a
@@ -55,6 +57,12 @@ MUL_SUM_MAX_ROWS = 4
 # PyTorch's int8 CPU kernel reads the input features in vector blocks and has no tail: other widths crash it or
 # give NaN (torch 2.13, AVX-512), so they take the readable path. Every zoo and real model width is a multiple
 KERNEL_IN_MULTIPLE = 32
+# independent sums a compiled product's loop runs side by side (`output_blocks`): with one, each FMA waits
+# for the one before it (docs/benchmarks.md, "Four sums to a loop")
+ACCUMULATORS = 4
+# narrower rows keep one sum a loop: a chain of 16 FMAs or fewer is short, and four sums to a loop only add work
+# around them (the zoo draft's widths, 128 and 256: 3-10% slower in four blocks, docs/benchmarks.md)
+BLOCKS_MIN_IN_FEATURES = 384
 
 
 def quantize_per_channel(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -119,9 +127,10 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
         rows32 = flat.float()
         rows32 = rows32.as_strided(rows32.shape, rows32.stride())
         w = weight.float()
-        if isinstance(rows, int):  # a fixed number of rows: one sum per row, which Inductor fuses into one loop
-            # that converts each weight once for every row (its rows otherwise loop outside, converting per row)
-            y = torch.stack([(rows32[r] * w).sum(-1) for r in range(rows)])  # [rows, out]
+        if isinstance(rows, int):  # a fixed number of rows: one sum per row and per block of outputs, fused into
+            # one loop that converts each weight once for every row (with rows looping outside, once per row)
+            y = torch.stack([torch.cat([(rows32[r] * w_block).sum(-1) for w_block in output_blocks(w, rows)])
+                             for r in range(rows)])  # [rows, out]
         else:
             y = (rows32.unsqueeze(1) * w).sum(-1)  # [rows, out]
         y = (y * scale.float()).to(x.dtype)
@@ -133,6 +142,19 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     if bias is not None:
         y = y + bias
     return y.view(*x.shape[:-1], out_features)
+
+
+def output_blocks(weight: torch.Tensor, rows: int) -> tuple[torch.Tensor, ...]:
+    """weight [out, in] as ACCUMULATORS // rows equal blocks of consecutive outputs (fewer where `out` does not
+    divide; one where `in` < BLOCKS_MIN_IN_FEATURES). The compiled multiply-and-sum's sums, one per row and per
+    block, have the same loop ranges and share the row's or the weight's loads, so Inductor fuses them into one
+    loop that keeps an accumulator for each and runs that many FMA chains side by side. Each output's own sum is
+    the same as without blocks."""
+    out_features, in_features = weight.shape
+    blocks = max(1, ACCUMULATORS // rows) if in_features >= BLOCKS_MIN_IN_FEATURES else 1
+    while out_features % blocks:
+        blocks -= 1
+    return weight.chunk(blocks)
 
 
 def int8_weight_only_mm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:

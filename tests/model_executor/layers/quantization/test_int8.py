@@ -8,13 +8,17 @@ import torch
 from torch import nn
 
 from minispec.compilation.decorators import INT8_OPTIONS, int8_network_options, network_dtype
+from minispec.model_executor.layers.quantization import int8
 from minispec.model_executor.layers.quantization.int8 import (
+    ACCUMULATORS,
+    BLOCKS_MIN_IN_FEATURES,
     MUL_SUM_MAX_ROWS,
     Int8Linear,
     check_quantization,
     int8_linear,
     is_quantized,
     linear_dtype,
+    output_blocks,
     quantize_linear_layers,
     quantize_per_channel,
 )
@@ -103,6 +107,36 @@ def test_compiled_loops_sum_in_float32_and_round_once(dtype):
         # float32 sums in another order: float32 rounding, which bfloat16's rounding can move by one step
         tolerance = 1e-5 if dtype == torch.float32 else 1e-2
         torch.testing.assert_close(got, expected, rtol=tolerance, atol=tolerance)
+
+
+def test_output_blocks_cover_every_output_once():
+    wide = BLOCKS_MIN_IN_FEATURES
+    weight = torch.arange(48 * wide).view(48, wide)
+    for rows, blocks in ((1, ACCUMULATORS), (2, ACCUMULATORS // 2), (MUL_SUM_MAX_ROWS, 1), (3, 1)):
+        parts = output_blocks(weight, rows)
+        assert len(parts) == blocks
+        assert torch.equal(torch.cat(parts), weight)
+    assert len(output_blocks(torch.zeros(6, wide), 1)) == 3 and len(output_blocks(torch.zeros(7, wide), 1)) == 1
+    assert len(output_blocks(torch.zeros(48, wide - 1), 1)) == 1  # narrow rows: one sum a loop
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_output_blocks_leave_each_sum_as_it_was(dtype, monkeypatch):
+    """Blocks of outputs change which sums share a loop, not any output's own sum: bit for bit the same."""
+    layer = Int8Linear.from_linear(_linear(n_in=BLOCKS_MIN_IN_FEATURES)).to(dtype)
+    assert len(output_blocks(layer.weight, 1)) == ACCUMULATORS
+
+    def f(x):
+        return int8_linear(x, layer.weight, layer.weight_scale, layer.bias)
+
+    xs = [torch.randn(rows, BLOCKS_MIN_IN_FEATURES).to(dtype) for rows in (1, 2)]
+    with torch.inference_mode():
+        blocked = [torch.compile(f, dynamic=False, options=INT8_OPTIONS)(x) for x in xs]
+        monkeypatch.setattr(int8, "output_blocks", lambda weight, rows: (weight,))
+        torch._dynamo.reset()
+        one_sum = [torch.compile(f, dynamic=False, options=INT8_OPTIONS)(x) for x in xs]
+    for a, b in zip(blocked, one_sum):
+        assert torch.equal(a, b)
 
 
 def test_quantize_linear_layers_keeps_sharing_and_dtypes():

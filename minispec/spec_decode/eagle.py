@@ -45,6 +45,7 @@ scheduled request, with the rows that stay valid after verification); EAGLE-3 fu
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,6 +78,20 @@ def target_features(
         return hidden_states  # [T, H]
     index = {layer: i for i, layer in enumerate(sorted(set(aux_layers)))}
     return torch.cat([aux_hidden_states[index[layer]] for layer in aux_layers], dim=-1)  # [T, 3H]
+
+
+def in_inference_mode(method: Callable) -> Callable:
+    """`torch.inference_mode()` as a decorator, entered only where it is off: the engine's step runs in it already,
+    and entering it again costs a call microseconds right after the target's forward, when little is in the caches."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        if torch.is_inference_mode_enabled():
+            return method(*args, **kwargs)
+        with torch.inference_mode():
+            return method(*args, **kwargs)
+
+    return wrapper
 
 
 GREEDY = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)  # argmax drafts for every row
@@ -236,12 +251,14 @@ class EagleProposer(TreeDrafting):
         return self.k - 1
 
     # ---- bookkeeping --------------------------------------------------------------------------------
-    @torch.inference_mode()
+    @in_inference_mode
     def add_target_features(self, request_id: str, features: torch.Tensor) -> None:
         """Target features ([m, H] or, for EAGLE-3, [m, 3H]) of the request's next m positions."""
         if features.shape[0] == 0:
             return
-        state = self.states.setdefault(request_id, EagleState(request_id))
+        state = self.states.get(request_id)
+        if state is None:
+            state = self.states[request_id] = EagleState(request_id)
         state.features.append(self.draft.combine_hidden_states(features.to(self._dtype)))  # [m, H]
 
     def remove_requests(self, request_ids) -> None:
@@ -264,10 +281,10 @@ class EagleProposer(TreeDrafting):
 
     @property
     def _dtype(self) -> torch.dtype:
-        return self.kv_caches[0][0].dtype
+        return self.kv_caches[0].dtype
 
     # ---- propose ------------------------------------------------------------------------------------
-    @torch.inference_mode()
+    @in_inference_mode
     def propose(
         self,
         requests: list[Request],
@@ -450,7 +467,7 @@ class EagleProposer(TreeDrafting):
         call), as vLLM runs both drafters through one loop."""
         num_reqs, dev = len(batch.states), self.device
         if md is GREEDY and self.greedy_chain is not None and self.in_one_graph:
-            tokens, _, scores, _ = self._draft_in_graph(batch, chain=True)  # [B, k] each
+            tokens, _, scores, *_ = self._draft_in_graph(batch, chain=True)  # [B, k] each
             return [DraftTree(h[-1], t, list(range(-1, self.k)), sc)
                     for h, t, sc in zip(histories, tokens.tolist(), scores.tolist())]
         draft_ids: list[torch.Tensor] = []  # per depth [B] draft ids

@@ -14,9 +14,11 @@ Static: the node with rank path p takes its parent's top-(p[-1] + 1) draft token
 children run through the draft, one depth per forward.
 
 Every depth is one batched forward over all requests (`EagleProposer._run_depth`); node tokens, parents,
-scores and ancestor masks live in [B, nodes] tensors, so no Python runs per node while the tree grows. The
-pruning (`_keep_best`) then runs on the host over lists, one sort per request: right after the head's forwards a
-dozen small array operations cost more than that (docs/benchmarks.md).
+scores and ancestor masks live in [B, nodes] tensors, so no Python runs per node while the tree grows. An eager
+head prunes on the host over lists (`_keep_best`), one sort per request: right after the head's forwards a dozen
+small array operations cost more than that (docs/benchmarks.md). A compiled head's graph prunes too (`prune`),
+and picks each depth's frontier, with comparisons of every pair where the host sorts: inside the graph they are
+a few loops, where two library sorts a depth and the host's pruning took 0.1 ms and 45 us of a call.
 """
 
 from __future__ import annotations
@@ -99,6 +101,32 @@ def _top_children(proposer, out: torch.Tensor, width: int) -> tuple[torch.Tensor
     return top.values, proposer.draft.draft_to_target(top.indices)
 
 
+def prune(tokens: torch.Tensor, parents: torch.Tensor, scores: torch.Tensor, num_keep: int):
+    """`TreeDrafting._keep_best` with tensor ops, for the one graph of a compiled head: of the generated nodes
+    ([B, G] each), the num_keep best by score (ties: the earlier node) in creation order, as [B, 3, N] int64 (each
+    kept node's index among the generated, its target id, its parent's number 1..N or 0 for the root) and their
+    scores [B, N]. A kept node's parent is kept: a child never outscores its parent, and ties go to the earlier."""
+    keep = best_in_creation_order(scores, num_keep)  # [B, N]
+    parent = parents.gather(1, keep)  # [B, N] the parent's index among the generated, -1 for the root
+    number = torch.where(parent < 0, 0, (keep[:, None, :] < parent[:, :, None]).sum(-1) + 1)  # [B, N]
+    return torch.stack([keep, tokens.gather(1, keep), number], dim=1), scores.gather(1, keep)
+
+
+def best_in_creation_order(scores: torch.Tensor, k: int) -> torch.Tensor:
+    """[B, k]: the columns of the k best scores of each row of `scores` [B, M] (ties: the earlier column), in
+    ascending order; a stable descending sort's first k columns, sorted again. Written as comparisons of every
+    pair (M = top_k^2 is small), which a compiled graph runs in its own loops: two library sorts a depth cost an
+    EAGLE-2 tree's call more (docs/benchmarks.md, "A tree's call without its sorts")."""
+    col = torch.arange(scores.shape[1], device=scores.device)  # [M]
+    earlier = col[None, :] < col[:, None]  # [M, M]: column j before column i
+    s_i, s_j = scores[:, :, None], scores[:, None, :]  # [B, M, 1], [B, 1, M]
+    rank = ((s_j > s_i) | ((s_j == s_i) & earlier)).sum(-1)  # [B, M] place in the stable descending order
+    kept = rank < k  # [B, M]: k per row
+    place = (kept[:, None, :] & earlier).sum(-1)  # [B, M] kept columns before each column
+    hit = kept[:, None, :] & (place[:, None, :] == torch.arange(k, device=scores.device)[None, :, None])  # [B, k, M]
+    return (hit * col).sum(-1)  # [B, k]
+
+
 class TreeDrafting:
     """Tree drafting for EagleProposer (which provides _run_depth, _log_probs, draft, tree, dynamic_tree)."""
 
@@ -169,8 +197,9 @@ class TreeDrafting:
     def _draft_tree(self, batch, histories) -> list[DraftTree]:
         if self.dynamic_tree is None:
             return self._draft_static_tree(batch, histories)
-        if self.in_one_graph:  # a compiled head: the first pass and the whole tree in one graph
-            tokens, parents, scores, frontiers = self._draft_in_graph(batch, chain=False)
+        if self.in_one_graph:  # a compiled head: the first pass, the whole tree and its pruning in one graph
+            tokens, parents, scores, frontiers, kept, kept_scores = self._draft_in_graph(batch, chain=False)
+            trees, keep = self._pruned_trees(kept, kept_scores, histories)
         else:
             def run_depth(tokens, hidden, depth, first, seen):  # the keys written so far, rebuilt per depth
                 num_run = first + tokens.shape[1]
@@ -179,7 +208,7 @@ class TreeDrafting:
 
             root = self._run_first_pass(self._first_inputs(batch))  # outputs, fed-back states [B, H]
             tokens, parents, scores, frontiers = self._grow_tree(*root, run_depth, self.dynamic_tree)
-        trees, keep = self._keep_best(tokens, parents, scores, histories)
+            trees, keep = self._keep_best(tokens, parents, scores, histories)
         if self.tree_log is not None:
             cfg = self.dynamic_tree
             depths = torch.cat([torch.ones(cfg.top_k, dtype=torch.long)] + [
@@ -225,6 +254,8 @@ class TreeDrafting:
             # next frontier: the top_k new nodes by score (ties: the earlier node), in creation order
             if k == 1:  # a chain: its one new node
                 frontier = torch.full_like(frontier, base)
+            elif torch.compiler.is_compiling():  # the same selection as comparisons, in the graph's own loops
+                frontier = base + best_in_creation_order(scores[:, new], k)
             else:
                 order = scores[:, new].sort(dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]
                 frontier = base + order.sort(dim=1).values
@@ -233,21 +264,22 @@ class TreeDrafting:
 
     def _draft_in_graph(self, batch, chain: bool):
         """`_grow_tree_in_graph`, compiled at its first call (a variant for one entry in the first pass, one for
-        several); returns what _grow_tree returns. `chain`: the greedy chain (a tree of top_k 1). A chain of one
-        request multiplies one row at every depth: its own compiled function takes `one_row_options` (Inductor's
-        own loops). One request's tree multiplies top_k rows: its function takes `one_request_tree_options`
-        (Inductor's C++ GEMMs in float32). Batches keep the packed products."""
+        several); returns what _grow_tree returns (the frontiers stacked, [depth, B, K], from the call compiled
+        ahead of time), then the pruned tree (`prune`). `chain`: the greedy chain (a tree of top_k 1). A chain of
+        one request multiplies one row at every depth: its own compiled function takes `one_row_options`
+        (Inductor's own loops). One request's tree multiplies top_k rows: its function takes
+        `one_request_tree_options` (Inductor's C++ GEMMs in float32). Batches keep the packed products."""
         kind = "batch" if len(batch.states) > 1 else "one row" if chain else "tree"
         one_request = kind != "batch" and self.metadata_in_graph  # the graph builds its metadata itself
         if one_request:
             block_ids = torch.from_numpy(batch.block_table[0]).to(self.device)
             if self.aot_compile and self.device.type == "cpu":  # one call into a library compiled ahead of time
-                key_pos = torch.arange(batch.context[0] + batch.input_ids.shape[0] + self.max_nodes_run)  # [S]
-                args = (batch.input_ids, batch.features, block_ids, key_pos, self.kv_caches[0])
                 aot = self._ahead_of_time(kind, chain)
+                span = batch.context[0] + batch.input_ids.shape[0] + self.max_nodes_run
+                key_pos = self._key_positions[:span]  # [S] a view: arange costs tens of us after a target forward
+                args = (batch.input_ids, batch.features, block_ids, key_pos, self.kv_caches[0])
                 if aot.accepts(*args):
-                    tokens, parents, scores, frontiers = aot(*args)
-                    return tokens, parents, scores, list(frontiers)
+                    return aot(*args)  # the frontiers stacked, [depth, 1, K]
         method = self._grow_tree_one_request if one_request else self._grow_tree_in_graph
         key = f"{kind}, {'graph' if one_request else 'host'} metadata"
         if key not in self._compiled_grow_tree:
@@ -283,6 +315,8 @@ class TreeDrafting:
             example = (torch.zeros(2, dtype=torch.long), torch.zeros(2, self.draft.config.hidden_size, dtype=self._dtype),
                        torch.arange(min(num_blocks, 2 + span // self.block_size)), torch.arange(span + 1), kv_cache)
             new, keys = ("new", 1, max_new), ("keys", span, self.max_model_len + self.max_nodes_run)
+            # one longer than the longest span taken, so that a longer one, cut to it, would not be accepted
+            self._key_positions = torch.arange(keys[2] + 1, device=self.device)
             dynamic = {0: {0: new}, 1: {0: new}, 2: {0: ("blocks", 1, num_blocks)}, 3: {0: keys}}
             self._compiled_grow_tree[key] = AotCompiledCall(
                 functools.partial(self._grow_tree_ahead_of_time, chain=chain), self.draft,
@@ -296,11 +330,11 @@ class TreeDrafting:
         num_computed_tokens = key_pos.shape[0] - input_ids.shape[0] - self.max_nodes_run
         caches, self.kv_caches = self.kv_caches, [kv_cache]
         try:
-            tokens, parents, scores, frontiers = self._grow_tree_one_request(input_ids, features, block_ids,
-                                                                             num_computed_tokens, chain)
+            tokens, parents, scores, frontiers, kept, kept_scores = self._grow_tree_one_request(
+                input_ids, features, block_ids, num_computed_tokens, chain)
         finally:
             self.kv_caches = caches
-        return tokens, parents, scores, torch.stack(frontiers)
+        return tokens, parents, scores, torch.stack(frontiers), kept, kept_scores
 
     def _grow_tree_one_request(self, input_ids, features, block_ids, num_computed_tokens: int, chain: bool):
         """`_grow_tree_in_graph` for one request, its metadata built in the graph (`_one_request_inputs`): the host
@@ -309,16 +343,26 @@ class TreeDrafting:
                                         chain)
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):
-        """The first pass and `_grow_tree`, every depth on the call's keys: what a compiled
-        head compiles whole, so the framework's per-call cost (guards, the graph's wrapper) is paid once per
-        drafting call, not once per forward, and the tree's small tensor ops fuse."""
+        """The first pass, `_grow_tree` with every depth on the call's keys, and `prune`: what a compiled head
+        compiles whole, so the framework's per-call cost (guards, the graph's wrapper) is paid once per drafting
+        call, not once per forward, and the tree's small tensor ops fuse. A chain keeps all its nodes."""
         forward = functools.partial(type(self.draft).forward, self.draft)  # its own, not the compiled one
         root_out, root_feed = self._run_first_pass(first, forward)
 
         def run_depth(tokens, hidden, depth, first_slot, seen):
             return self._run_depth(keys, tokens, hidden, depth, first_slot, seen, forward)
 
-        return self._grow_tree(root_out, root_feed, run_depth, self.greedy_chain if chain else self.dynamic_tree)
+        cfg = self.greedy_chain if chain else self.dynamic_tree
+        tokens, parents, scores, frontiers = self._grow_tree(root_out, root_feed, run_depth, cfg)
+        return tokens, parents, scores, frontiers, *prune(tokens, parents, scores, cfg.num_nodes)
+
+    def _pruned_trees(self, kept: torch.Tensor, kept_scores: torch.Tensor, histories):
+        """`_keep_best`'s trees and kept nodes from `prune`'s tensors: one copy to the host, no sorting there."""
+        trees, keeps = [], []
+        for (keep, tokens, parents), scores, history in zip(kept.tolist(), kept_scores.tolist(), histories):
+            trees.append(DraftTree(history[-1], tokens, [-1, *parents], scores))
+            keeps.append(keep)
+        return trees, keeps
 
     def _keep_best(self, tokens, parents, scores, histories) -> tuple[list[DraftTree], list[list[int]]]:
         """The total_tokens - 1 best nodes of each request (ties: the earlier node), renumbered 1..N in

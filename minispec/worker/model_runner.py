@@ -233,7 +233,8 @@ class ModelRunner(TreeVerificationMixin):
             for j, i in enumerate(rows):
                 root = last_index[j] - (paths[j][-1] if paths[j] else 0)
                 valid_rows[i] = np.concatenate(
-                    [np.arange(batch.query_start_loc[i], root + 1), root + np.array(paths[j], dtype=np.int64)]
+                    [np.arange(batch.query_start_loc[i], root + 1, dtype=np.int64),
+                     root + np.array(paths[j], dtype=np.int64)]
                 )
         elif any(num_draft_tokens):
             token_ids, spec_logprobs = self._verify(
@@ -354,8 +355,8 @@ class ModelRunner(TreeVerificationMixin):
             index = valid_rows.get(i)
             if index is None:
                 index = slice(int(batch.query_start_loc[i]), int(batch.query_start_loc[i + 1]))
-            if not isinstance(index, slice):  # a tree's accepted path; a slice is a view, not a gather
-                index = torch.as_tensor(index, dtype=torch.long, device=self.device)
+            if not isinstance(index, slice):  # a tree's accepted path (int64); a slice is a view, not a gather
+                index = torch.from_numpy(index).to(self.device)
             aux = [a[index] for a in out.aux_hidden_states] if out.aux_hidden_states else None
             self.drafter.add_target_features(
                 r.request_id, target_features(out.hidden_states[index], aux, layers)

@@ -25,7 +25,8 @@ How the product runs (`int8_linear`):
   norm before the product would run again for every output, and bfloat16 rows would be converted again for
   every output. The sum is float32, rounded to the activations' dtype once. Where rows are 384 wide or more,
   the outputs go in blocks (`output_blocks`: four for one row, two for two), so each loop runs four sums side
-  by side, not one chain of FMAs;
+  by side, not one chain of FMAs. An exported first pass, whose row count is a symbol, takes one row's four
+  blocks, each row over the weight in turn;
 - more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
   output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations and
   scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a
@@ -131,8 +132,8 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
             # one loop that converts each weight once for every row (with rows looping outside, once per row)
             y = torch.stack([torch.cat([(rows32[r] * w_block).sum(-1) for w_block in output_blocks(w, rows)])
                              for r in range(rows)])  # [rows, out]
-        else:
-            y = (rows32.unsqueeze(1) * w).sum(-1)  # [rows, out]
+        else:  # a symbolic row count (an exported first pass): one sum per row and block, each row over the weight
+            y = torch.cat([(rows32.unsqueeze(1) * w_block).sum(-1) for w_block in output_blocks(w, 1)], dim=1)
         y = (y * scale.float()).to(x.dtype)
     elif x.device.type == "cpu" and in_features % KERNEL_IN_MULTIPLE == 0:
         # inside a graph as one opaque call (Inductor cannot lower the aten op's inputs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 from torch import nn
+from torch.export import Dim
 
 from minispec.compilation.decorators import INT8_OPTIONS, int8_network_options, network_dtype
 from minispec.model_executor.layers.quantization import int8
@@ -122,19 +123,35 @@ def test_output_blocks_cover_every_output_once():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_output_blocks_leave_each_sum_as_it_was(dtype, monkeypatch):
-    """Blocks of outputs change which sums share a loop, not any output's own sum: bit for bit the same."""
+    """Blocks of outputs change which sums share a loop, not any output's own sum: bit for bit the same, for a
+    fixed row count (one row, two) and for a symbolic one (an exported first pass's)."""
     layer = Int8Linear.from_linear(_linear(n_in=BLOCKS_MIN_IN_FEATURES)).to(dtype)
     assert len(output_blocks(layer.weight, 1)) == ACCUMULATORS
 
     def f(x):
         return int8_linear(x, layer.weight, layer.weight_scale, layer.bias)
 
-    xs = [torch.randn(rows, BLOCKS_MIN_IN_FEATURES).to(dtype) for rows in (1, 2)]
-    with torch.inference_mode():
-        blocked = [torch.compile(f, dynamic=False, options=INT8_OPTIONS)(x) for x in xs]
-        monkeypatch.setattr(int8, "output_blocks", lambda weight, rows: (weight,))
+    class Product(nn.Module):
+        def forward(self, x):
+            return f(x)
+
+    xs = [torch.randn(rows, BLOCKS_MIN_IN_FEATURES).to(dtype) for rows in (1, 2, 3)]
+
+    def run() -> list[torch.Tensor]:
         torch._dynamo.reset()
-        one_sum = [torch.compile(f, dynamic=False, options=INT8_OPTIONS)(x) for x in xs]
+        fixed = [torch.compile(f, dynamic=False, options=INT8_OPTIONS)(x) for x in xs[:2]]
+        exported = torch.export.export(Product(), (xs[2],), dynamic_shapes=({0: Dim("rows", min=1, max=8)},),
+                                       strict=False).module()  # the row count a symbol, as in a first pass
+        return fixed + [torch.compile(exported, dynamic=True, options=INT8_OPTIONS)(xs[2])]
+
+    asked = []  # the row counts output_blocks was asked for
+    blocks = int8.output_blocks
+    monkeypatch.setattr(int8, "output_blocks", lambda weight, rows: asked.append(rows) or blocks(weight, rows))
+    with torch.inference_mode():
+        blocked = run()
+        assert asked == [1, 2, 2, 1]  # three rows, a symbol: one call, all rows over each block
+        monkeypatch.setattr(int8, "output_blocks", lambda weight, rows: (weight,))
+        one_sum = run()
     for a, b in zip(blocked, one_sum):
         assert torch.equal(a, b)
 

@@ -265,7 +265,7 @@ class TreeDrafting:
     def _draft_in_graph(self, batch, chain: bool):
         """`_grow_tree_in_graph`, compiled at its first call (a variant for one entry in the first pass, one for
         several); returns what _grow_tree returns (the frontiers stacked, [depth, B, K], from the call compiled
-        ahead of time), then the pruned tree (`prune`). `chain`: the greedy chain (a tree of top_k 1). A chain of
+        ahead of time), then a tree's pruned tree (`prune`). `chain`: the greedy chain (a tree of top_k 1). A chain of
         one request multiplies one row at every depth: its own compiled function takes `one_row_options`
         (Inductor's own loops). One request's tree multiplies top_k rows: its function takes
         `one_request_tree_options` (Inductor's C++ GEMMs in float32). Batches keep the packed products."""
@@ -330,11 +330,11 @@ class TreeDrafting:
         num_computed_tokens = key_pos.shape[0] - input_ids.shape[0] - self.max_nodes_run
         caches, self.kv_caches = self.kv_caches, [kv_cache]
         try:
-            tokens, parents, scores, frontiers, kept, kept_scores = self._grow_tree_one_request(
+            tokens, parents, scores, frontiers, *pruned = self._grow_tree_one_request(
                 input_ids, features, block_ids, num_computed_tokens, chain)
         finally:
             self.kv_caches = caches
-        return tokens, parents, scores, torch.stack(frontiers), kept, kept_scores
+        return tokens, parents, scores, torch.stack(frontiers), *pruned
 
     def _grow_tree_one_request(self, input_ids, features, block_ids, num_computed_tokens: int, chain: bool):
         """`_grow_tree_in_graph` for one request, its metadata built in the graph (`_one_request_inputs`): the host
@@ -345,16 +345,17 @@ class TreeDrafting:
     def _grow_tree_in_graph(self, first, keys, chain: bool):
         """The first pass, `_grow_tree` with every depth on the call's keys, and `prune`: what a compiled head
         compiles whole, so the framework's per-call cost (guards, the graph's wrapper) is paid once per drafting
-        call, not once per forward, and the tree's small tensor ops fuse. A chain keeps all its nodes."""
+        call, not once per forward, and the tree's small tensor ops fuse. A chain keeps every node: no pruning."""
         forward = functools.partial(type(self.draft).forward, self.draft)  # its own, not the compiled one
         root_out, root_feed = self._run_first_pass(first, forward)
 
         def run_depth(tokens, hidden, depth, first_slot, seen):
             return self._run_depth(keys, tokens, hidden, depth, first_slot, seen, forward)
 
-        cfg = self.greedy_chain if chain else self.dynamic_tree
-        tokens, parents, scores, frontiers = self._grow_tree(root_out, root_feed, run_depth, cfg)
-        return tokens, parents, scores, frontiers, *prune(tokens, parents, scores, cfg.num_nodes)
+        if chain:
+            return self._grow_tree(root_out, root_feed, run_depth, self.greedy_chain)
+        tokens, parents, scores, frontiers = self._grow_tree(root_out, root_feed, run_depth, self.dynamic_tree)
+        return tokens, parents, scores, frontiers, *prune(tokens, parents, scores, self.dynamic_tree.num_nodes)
 
     def _pruned_trees(self, kept: torch.Tensor, kept_scores: torch.Tensor, histories):
         """`_keep_best`'s trees and kept nodes from `prune`'s tensors: one copy to the host, no sorting there."""

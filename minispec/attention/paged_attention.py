@@ -11,7 +11,11 @@ plain PyTorch:
    (a layer's cache is one [2, num_slots, num_kv_heads, head_dim] tensor); a batch of one request whose keys
    sit in consecutive slots (`key_start`) reads them as a view of the cache instead, in an eager forward;
 3. run `scaled_dot_product_attention` with a boolean mask that is causal within the request, or follows a
-   custom (tree) mask among the request's new tokens.
+   custom (tree) mask among the request's new tokens. In a compiled graph with one or two queries per request
+   (a drafter's steps, a decode step) the same arithmetic is written as products and sums instead
+   (`attention_in_loops`), which Inductor runs in its own loops, fused with the gathers around it: there the
+   library call costs more than its arithmetic. vLLM's CPU backend has one kernel of its own for every case
+   (`ops.cpu_attention_with_kv_cache`), which reads the paged cache in place.
 
 The runner builds `AttentionMetadata` once per step, on the host with numpy (`causal_metadata`, as vLLM's runner
 prepares its inputs); every layer reuses it. Drafters build theirs the same way, but for a compiled draft model's
@@ -179,6 +183,47 @@ def gather_slots(cache: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
     return gathered.view(*cache.shape[:-3], *slots.shape, *cache.shape[-2:])
 
 
+# a compiled graph with at most this many queries per request runs attention in its own loops
+LOOP_ATTENTION_MAX_QUERIES = 2
+
+
+def few_queries(q_batch: torch.Tensor) -> bool:
+    """Whether a compiled graph's queries [B, H, Q, D] number LOOP_ATTENTION_MAX_QUERIES or fewer per request, a
+    size fixed in the graph (a symbolic Q keeps the library call)."""
+    num_q = q_batch.shape[2]
+    return isinstance(num_q, int) and num_q <= LOOP_ATTENTION_MAX_QUERIES
+
+
+def in_a_buffer(x: torch.Tensor) -> torch.Tensor:
+    """x, contiguous, as a buffer of its own in a compiled graph (Inductor otherwise inlines a cheap expression
+    into each loop that reads it); `x.contiguous()` in eager mode."""
+    import torch._inductor.inductor_prims  # noqa: F401  (registers prims.inductor_force_stride_order)
+
+    x = x.contiguous()
+    return torch.ops.prims.inductor_force_stride_order(x, x.stride())
+
+
+def attention_in_loops(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
+                       scale: float) -> torch.Tensor:
+    """`scaled_dot_product_attention(q, keys, values, mask, scale, enable_gqa=True)` as products and sums in float32,
+    for a compiled graph with a few queries per request: Inductor runs them in its own loops and fuses them with
+    the projections around them. For one or two queries and a hundred keys that took half the library call's time
+    (docs/benchmarks.md, "Attention in Inductor's loops"). q [B, H, Q, D]; keys, values [B, Hkv, S, D], query head
+    h reading key head h // (H / Hkv); mask [B, 1, Q, S] bool, True where a query may attend to a key."""
+    b, h, num_q, d = q.shape
+    num_kv_heads, num_keys = keys.shape[1], keys.shape[2]
+    group = h // num_kv_heads
+    # the queries, the probabilities and the values each in a buffer of its own: left to fusion, the rotated
+    # queries would be computed again for every key, and the probabilities and the gathered values for every
+    # output element (float32 values were read across keys, 16 gathers a vector)
+    q_rows = in_a_buffer(q.float().reshape(b, num_kv_heads, group * num_q, 1, d))  # [B, Hkv, G * Q, 1, D]
+    scores = (q_rows * keys.float()[:, :, None]).sum(-1) * scale  # [B, Hkv, G * Q, S]
+    scores = scores.view(b, num_kv_heads, group, num_q, num_keys).masked_fill(~mask[:, :, None], float("-inf"))
+    probs = in_a_buffer(scores.softmax(dim=-1).reshape(b, num_kv_heads, group * num_q, num_keys, 1))
+    out = (probs * in_a_buffer(values.float())[:, :, None]).sum(-2)  # [B, Hkv, G * Q, D]
+    return out.view(b, h, num_q, d).to(q.dtype)
+
+
 class PagedAttention(torch.nn.Module):
     """Scaled dot-product attention whose keys and values live in a flat paged cache."""
 
@@ -209,13 +254,16 @@ class PagedAttention(torch.nn.Module):
             keys, values = kv_cache[:, None, start : start + num_keys].transpose(2, 3)  # 2 x [1, Hkv, S, D], views
         else:
             keys, values = gather_slots(kv_cache, meta.key_slots).transpose(2, 3)  # 2 x [B, Hkv, S, D]
-        out = F.scaled_dot_product_attention(
-            q_batch,
-            keys,
-            values,
-            attn_mask=meta.attn_bias(q_batch.dtype),  # [B, 1, Q, S]
-            scale=self.scale,
-            enable_gqa=self.num_heads != self.num_kv_heads,
-        )  # [B, H, Q, D]
+        if torch.compiler.is_compiling() and few_queries(q_batch):
+            out = attention_in_loops(q_batch, keys, values, meta.attn_mask, self.scale)  # [B, H, Q, D]
+        else:
+            out = F.scaled_dot_product_attention(
+                q_batch,
+                keys,
+                values,
+                attn_mask=meta.attn_bias(q_batch.dtype),  # [B, 1, Q, S]
+                scale=self.scale,
+                enable_gqa=self.num_heads != self.num_kv_heads,
+            )  # [B, H, Q, D]
         out = out.transpose(1, 2).reshape(-1, self.num_heads, self.head_dim)  # [B * Q, H, D]
         return out if meta.is_uniform_decode else out[meta.output_index]

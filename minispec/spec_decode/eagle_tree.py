@@ -127,6 +127,16 @@ def best_in_creation_order(scores: torch.Tensor, k: int) -> torch.Tensor:
     return (hit * col).sum(-1)  # [B, k]
 
 
+def pruned_trees(kept: torch.Tensor, kept_scores: torch.Tensor, histories) -> tuple[list[DraftTree], list[list[int]]]:
+    """`TreeDrafting._keep_best`'s trees and kept nodes from `prune`'s tensors: one copy to the host, no sorting
+    there."""
+    trees, keeps = [], []
+    for (keep, tokens, parents), scores, history in zip(kept.tolist(), kept_scores.tolist(), histories):
+        trees.append(DraftTree(history[-1], tokens, [-1, *parents], scores))
+        keeps.append(keep)
+    return trees, keeps
+
+
 class TreeDrafting:
     """Tree drafting for EagleProposer (which provides _run_depth, _log_probs, draft, tree, dynamic_tree)."""
 
@@ -199,7 +209,7 @@ class TreeDrafting:
             return self._draft_static_tree(batch, histories)
         if self.in_one_graph:  # a compiled head: the first pass, the whole tree and its pruning in one graph
             tokens, parents, scores, frontiers, kept, kept_scores = self._draft_in_graph(batch, chain=False)
-            trees, keep = self._pruned_trees(kept, kept_scores, histories)
+            trees, keep = pruned_trees(kept, kept_scores, histories)
         else:
             def run_depth(tokens, hidden, depth, first, seen):  # the keys written so far, rebuilt per depth
                 num_run = first + tokens.shape[1]
@@ -356,14 +366,6 @@ class TreeDrafting:
             return self._grow_tree(root_out, root_feed, run_depth, self.greedy_chain)
         tokens, parents, scores, frontiers = self._grow_tree(root_out, root_feed, run_depth, self.dynamic_tree)
         return tokens, parents, scores, frontiers, *prune(tokens, parents, scores, self.dynamic_tree.num_nodes)
-
-    def _pruned_trees(self, kept: torch.Tensor, kept_scores: torch.Tensor, histories):
-        """`_keep_best`'s trees and kept nodes from `prune`'s tensors: one copy to the host, no sorting there."""
-        trees, keeps = [], []
-        for (keep, tokens, parents), scores, history in zip(kept.tolist(), kept_scores.tolist(), histories):
-            trees.append(DraftTree(history[-1], tokens, [-1, *parents], scores))
-            keeps.append(keep)
-        return trees, keeps
 
     def _keep_best(self, tokens, parents, scores, histories) -> tuple[list[DraftTree], list[list[int]]]:
         """The total_tokens - 1 best nodes of each request (ties: the earlier node), renumbered 1..N in

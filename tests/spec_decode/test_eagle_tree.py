@@ -6,7 +6,13 @@ from types import SimpleNamespace
 
 import torch
 
-from minispec.spec_decode.eagle_tree import DynamicTreeConfig, TreeDrafting, best_in_creation_order, prune
+from minispec.spec_decode.eagle_tree import (
+    DynamicTreeConfig,
+    TreeDrafting,
+    best_in_creation_order,
+    prune,
+    pruned_trees,
+)
 
 
 def test_best_in_creation_order_is_a_stable_sort_then_a_sort():
@@ -43,7 +49,7 @@ def test_prune_keeps_the_trees_keep_best_keeps():
             tokens, parents, scores = _expansion(cfg, 3, gen)
             histories = [[7, 8], [9], [5, 6, 4]]
             want, want_keep = TreeDrafting._keep_best(host, tokens, parents, scores, histories)
-            got, got_keep = TreeDrafting._pruned_trees(host, *prune(tokens, parents, scores, cfg.num_nodes), histories)
+            got, got_keep = pruned_trees(*prune(tokens, parents, scores, cfg.num_nodes), histories)
             assert got_keep == want_keep
             for a, b in zip(got, want):
                 assert (a.root_token, a.tokens, a.parents, a.scores) == (b.root_token, b.tokens, b.parents, b.scores)

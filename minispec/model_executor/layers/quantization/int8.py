@@ -25,8 +25,9 @@ How the product runs (`int8_linear`):
   norm before the product would run again for every output, and bfloat16 rows would be converted again for
   every output. The sum is float32, rounded to the activations' dtype once. Where rows are 384 wide or more,
   the outputs go in blocks (`output_blocks`: four for one row, two for two), so each loop runs four sums side
-  by side, not one chain of FMAs. An exported first pass, whose row count is a symbol, takes one row's four
-  blocks, each row over the weight in turn;
+  by side, not one chain of FMAs. An exported first pass, whose row count is a symbol, pads its rows with zeros
+  to the symbol's bound (at most MUL_SUM_PAD_MAX_ROWS) and runs them all in one loop, as a fixed count does;
+  with no such bound, each row goes over the weight in turn, in one row's four blocks;
 - more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
   output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations and
   scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a
@@ -55,6 +56,10 @@ INT8_MAX = 127  # symmetric: -127..127, as vLLM's clamp(-vmax, vmax)
 # (a depth of an EAGLE-2 tree of top_k 2) and four (Medusa's four heads through their shared projection at batch
 # 1), where Inductor's loops beat the kernel or tie with it (docs/benchmarks.md)
 MUL_SUM_MAX_ROWS = 4
+# an exported graph's symbolic row count of at most this many (an EAGLE head's first pass: up to depth + 2 new
+# entries) is padded with zero rows to its bound: one loop for all rows reads and converts each weight once,
+# where a loop per row converts it for every row (docs/benchmarks.md, "A first pass's rows in one loop")
+MUL_SUM_PAD_MAX_ROWS = 8
 # PyTorch's int8 CPU kernel reads the input features in vector blocks and has no tail: other widths crash it or
 # give NaN (torch 2.13, AVX-512), so they take the readable path. Every zoo and real model width is a multiple
 KERNEL_IN_MULTIPLE = 32
@@ -128,11 +133,15 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
         rows32 = flat.float()
         rows32 = rows32.as_strided(rows32.shape, rows32.stride())
         w = weight.float()
-        if isinstance(rows, int):  # a fixed number of rows: one sum per row and per block of outputs, fused into
-            # one loop that converts each weight once for every row (with rows looping outside, once per row)
-            y = torch.stack([torch.cat([(rows32[r] * w_block).sum(-1) for w_block in output_blocks(w, rows)])
-                             for r in range(rows)])  # [rows, out]
-        else:  # a symbolic row count (an exported first pass): one sum per row and block, each row over the weight
+        most = rows if isinstance(rows, int) else most_rows(rows) if torch.compiler.is_exporting() else None
+        if most is not None:  # a fixed number of rows, or an exported symbolic one of at most MUL_SUM_PAD_MAX_ROWS:
+            # every row in one loop that converts each weight once for all of them (a symbol's rows padded with
+            # zeros to its bound; with rows looping outside, each row would convert the whole weight again)
+            padded = rows32 if most is rows else torch.cat([rows32, rows32.new_zeros(most, in_features)])[:most]
+            blocks = output_blocks(w, most)
+            y = torch.stack([torch.cat([(padded[r] * w_block).sum(-1) for w_block in blocks]) for r in range(most)])
+            y = y if most is rows else y[:rows]  # [rows, out]
+        else:  # a symbolic row count with no small bound: one sum per row and block, each row over the weight
             y = torch.cat([(rows32.unsqueeze(1) * w_block).sum(-1) for w_block in output_blocks(w, 1)], dim=1)
         y = (y * scale.float()).to(x.dtype)
     elif x.device.type == "cpu" and in_features % KERNEL_IN_MULTIPLE == 0:
@@ -143,6 +152,14 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
     if bias is not None:
         y = y + bias
     return y.view(*x.shape[:-1], out_features)
+
+
+def most_rows(rows: torch.SymInt) -> int | None:
+    """The largest value a symbolic row count can take, where it is at most MUL_SUM_PAD_MAX_ROWS (an EAGLE head's
+    exported first pass: its new entries, at most a step's drafts and the bonus token), else None."""
+    node = rows.node
+    upper = node.shape_env.bound_sympy(node.expr).upper
+    return int(upper) if upper <= MUL_SUM_PAD_MAX_ROWS else None
 
 
 def output_blocks(weight: torch.Tensor, rows: int) -> tuple[torch.Tensor, ...]:

@@ -124,7 +124,7 @@ def test_output_blocks_cover_every_output_once():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_output_blocks_leave_each_sum_as_it_was(dtype, monkeypatch):
     """Blocks of outputs change which sums share a loop, not any output's own sum: bit for bit the same, for a
-    fixed row count (one row, two) and for a symbolic one (an exported first pass's)."""
+    fixed row count (one row, two) and for a symbolic one (an exported first pass's), padded to its bound or not."""
     layer = Int8Linear.from_linear(_linear(n_in=BLOCKS_MIN_IN_FEATURES)).to(dtype)
     assert len(output_blocks(layer.weight, 1)) == ACCUMULATORS
 
@@ -149,11 +149,16 @@ def test_output_blocks_leave_each_sum_as_it_was(dtype, monkeypatch):
     monkeypatch.setattr(int8, "output_blocks", lambda weight, rows: asked.append(rows) or blocks(weight, rows))
     with torch.inference_mode():
         blocked = run()
-        assert asked == [1, 2, 2, 1]  # three rows, a symbol: one call, all rows over each block
+        assert asked == [1, 2, 8]  # three rows as a symbol of at most 8: padded to 8, all in one loop
+        asked.clear()
+        with monkeypatch.context() as m:  # no bound to pad to: one row at a time, each over the weight's blocks
+            m.setattr(int8, "most_rows", lambda rows: None)
+            row_by_row = run()
+        assert asked == [1, 2, 1]
         monkeypatch.setattr(int8, "output_blocks", lambda weight, rows: (weight,))
         one_sum = run()
-    for a, b in zip(blocked, one_sum):
-        assert torch.equal(a, b)
+    for a, b, c in zip(blocked, row_by_row, one_sum):
+        assert torch.equal(a, b) and torch.equal(a, c)
 
 
 def test_quantize_linear_layers_keeps_sharing_and_dtypes():

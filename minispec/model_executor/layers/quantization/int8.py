@@ -137,10 +137,11 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
         if most is not None:  # a fixed number of rows, or an exported symbolic one of at most MUL_SUM_PAD_MAX_ROWS:
             # every row in one loop that converts each weight once for all of them (a symbol's rows padded with
             # zeros to its bound; with rows looping outside, each row would convert the whole weight again)
-            padded = rows32 if most is rows else torch.cat([rows32, rows32.new_zeros(most, in_features)])[:most]
+            fixed = isinstance(rows, int)
+            padded = rows32 if fixed else torch.cat([rows32, rows32.new_zeros(most, in_features)])[:most]  # [most, in]
             blocks = output_blocks(w, most)
             y = torch.stack([torch.cat([(padded[r] * w_block).sum(-1) for w_block in blocks]) for r in range(most)])
-            y = y if most is rows else y[:rows]  # [rows, out]
+            y = y if fixed else y[:rows]  # [rows, out]
         else:  # a symbolic row count with no small bound: one sum per row and block, each row over the weight
             y = torch.cat([(rows32.unsqueeze(1) * w_block).sum(-1) for w_block in output_blocks(w, 1)], dim=1)
         y = (y * scale.float()).to(x.dtype)

@@ -56,8 +56,8 @@ INT8_MAX = 127  # symmetric: -127..127, as vLLM's clamp(-vmax, vmax)
 # (a depth of an EAGLE-2 tree of top_k 2) and four (Medusa's four heads through their shared projection at batch
 # 1), where Inductor's loops beat the kernel or tie with it (docs/benchmarks.md)
 MUL_SUM_MAX_ROWS = 4
-# an exported graph's symbolic row count of at most this many (an EAGLE head's first pass: up to depth + 2 new
-# entries) is padded with zero rows to its bound: one loop for all rows reads and converts each weight once,
+# an exported graph's symbolic row count of at most this many (an EAGLE head's first pass: a step's drafts and
+# the bonus token) is padded with zero rows to its bound: one loop for all rows reads and converts each weight once,
 # where a loop per row converts it for every row (docs/benchmarks.md, "A first pass's rows in one loop")
 MUL_SUM_PAD_MAX_ROWS = 8
 # PyTorch's int8 CPU kernel reads the input features in vector blocks and has no tail: other widths crash it or
@@ -133,11 +133,11 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
         rows32 = flat.float()
         rows32 = rows32.as_strided(rows32.shape, rows32.stride())
         w = weight.float()
-        most = rows if isinstance(rows, int) else most_rows(rows) if torch.compiler.is_exporting() else None
+        fixed = isinstance(rows, int)
+        most = rows if fixed else most_rows(rows) if torch.compiler.is_exporting() else None
         if most is not None:  # a fixed number of rows, or an exported symbolic one of at most MUL_SUM_PAD_MAX_ROWS:
             # every row in one loop that converts each weight once for all of them (a symbol's rows padded with
             # zeros to its bound; with rows looping outside, each row would convert the whole weight again)
-            fixed = isinstance(rows, int)
             padded = rows32 if fixed else torch.cat([rows32, rows32.new_zeros(most, in_features)])[:most]  # [most, in]
             blocks = output_blocks(w, most)
             y = torch.stack([torch.cat([(padded[r] * w_block).sum(-1) for w_block in blocks]) for r in range(most)])

@@ -29,6 +29,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 strip: $(STAMP)
 	$(VENV)/bin/nbstripout notebooks/*.ipynb

@@ -40,8 +40,9 @@ def _type_error(name: str, value: object, allowed: str) -> TypeError:
     return TypeError(f"{name}={value!r} must be {allowed}; got type {type(value).__name__}")
 
 
-def check_int(name: str, value: Any, low: int | None = None, high: int | None = None,
-              optional: bool = False) -> int | None:
+def check_int(
+    name: str, value: Any, low: int | None = None, high: int | None = None, optional: bool = False
+) -> int | None:
     """`value` as a Python int in [low, high] (None allowed when optional); TypeError / ValueError otherwise."""
     if value is None and optional:
         return None
@@ -136,7 +137,9 @@ class CompilationConfig:
     def __post_init__(self) -> None:
         options = self.inductor_compile_config
         if not isinstance(options, dict):
-            raise _type_error("compilation_config inductor_compile_config", options, "a dict of Inductor options")
+            raise _type_error(
+                "compilation_config inductor_compile_config", options, "a dict of Inductor options"
+            )
         if not options:
             return  # importing Inductor costs an eager engine 2-3 s
         import torch._inductor.config as inductor_config
@@ -144,12 +147,17 @@ class CompilationConfig:
         defaults = inductor_config.get_config_copy()
         for name, value in options.items():
             if name not in defaults:
-                raise ValueError(f"compilation_config inductor_compile_config has the key {name!r}, which is not "
-                                 "an option of torch._inductor.config (e.g. 'max_autotune', 'epilogue_fusion')")
+                raise ValueError(
+                    f"compilation_config inductor_compile_config has the key {name!r}, which is not "
+                    "an option of torch._inductor.config (e.g. 'max_autotune', 'epilogue_fusion')"
+                )
             default = defaults[name]
             if default is not None and not _same_kind(value, default):
-                raise _type_error(f"compilation_config inductor_compile_config[{name!r}]", value,
-                                  f"a {type(default).__name__} (Inductor's default is {default!r})")
+                raise _type_error(
+                    f"compilation_config inductor_compile_config[{name!r}]",
+                    value,
+                    f"a {type(default).__name__} (Inductor's default is {default!r})",
+                )
 
     @classmethod
     def from_dict(cls, config: CompilationConfig | dict[str, Any] | None) -> CompilationConfig:
@@ -158,15 +166,19 @@ class CompilationConfig:
         if isinstance(config, CompilationConfig):
             return config
         if is_int(config):
-            raise ValueError(f"compilation_config={config!r}: vLLM's integer compilation mode is not supported; "
-                             "pass a dict such as {'inductor_compile_config': {'max_autotune': True}} (enforce_eager "
-                             "chooses between eager and compiled)")
+            raise ValueError(
+                f"compilation_config={config!r}: vLLM's integer compilation mode is not supported; "
+                "pass a dict such as {'inductor_compile_config': {'max_autotune': True}} (enforce_eager "
+                "chooses between eager and compiled)"
+            )
         if not isinstance(config, dict):
             raise _type_error("compilation_config", config, "None, a dict or a CompilationConfig")
         unknown = sorted(map(str, set(config) - set(cls.__dataclass_fields__)))
         if unknown:
-            raise ValueError(f"compilation_config has keys {unknown} that minispec does not implement; it reads "
-                             "only 'inductor_compile_config'")
+            raise ValueError(
+                f"compilation_config has keys {unknown} that minispec does not implement; it reads "
+                "only 'inductor_compile_config'"
+            )
         return cls(**config)
 
 
@@ -243,21 +255,33 @@ class SpeculativeConfig:
         self.dynamic_tree = self._parse_dynamic_tree()
         self.draft_vocab_size = check_int("draft_vocab_size", self.draft_vocab_size, 1, optional=True)
         if self.draft_vocab_size is not None and self.method not in ("eagle", "medusa"):
-            raise ValueError(f"draft_vocab_size={self.draft_vocab_size} applies to method='eagle' (an EAGLE-1 head "
-                             f"sharing the target's lm_head) or 'medusa' (heads sharing one projection); got "
-                             f"method={self.method!r}"
-                             + (": an EAGLE-3 head's draft vocabulary is fixed by its checkpoint"
-                                if self.method == "eagle3" else ""))
+            raise ValueError(
+                f"draft_vocab_size={self.draft_vocab_size} applies to method='eagle' (an EAGLE-1 head "
+                f"sharing the target's lm_head) or 'medusa' (heads sharing one projection); got "
+                f"method={self.method!r}"
+                + (
+                    ": an EAGLE-3 head's draft vocabulary is fixed by its checkpoint"
+                    if self.method == "eagle3"
+                    else ""
+                )
+            )
         self._check_draft_sample_method()
         self._check_quantization()
         if self.enforce_eager is not None and not isinstance(self.enforce_eager, bool):
-            raise _type_error("speculative_config enforce_eager", self.enforce_eager,
-                              "None (the engine's enforce_eager), True (eager drafter) or False (compiled drafter)")
+            raise _type_error(
+                "speculative_config enforce_eager",
+                self.enforce_eager,
+                "None (the engine's enforce_eager), True (eager drafter) or False (compiled drafter)",
+            )
         if self.num_speculative_tokens is None:
             raise ValueError(
                 f"num_speculative_tokens is required for method={self.method!r} (as in vLLM): give an int in "
-                f"[1, {MAX_SPEC_LEN}]" + (", or a token tree / total_tokens to derive it from"
-                                          if self.method in TREE_METHODS else "")
+                f"[1, {MAX_SPEC_LEN}]"
+                + (
+                    ", or a token tree / total_tokens to derive it from"
+                    if self.method in TREE_METHODS
+                    else ""
+                )
             )
 
     def _check_quantization(self) -> None:
@@ -265,31 +289,45 @@ class SpeculativeConfig:
 
         self.quantization = check_quantization(self.quantization)
         if self.quantization is not None and self.method == "ngram":
-            raise ValueError(f"speculative_config quantization={self.quantization!r} quantizes a drafter's network; "
-                             f"method='ngram' has none (a model-based method: {sorted(set(SPEC_METHODS) - {'ngram'})})")
+            raise ValueError(
+                f"speculative_config quantization={self.quantization!r} quantizes a drafter's network; "
+                f"method='ngram' has none (a model-based method: {sorted(set(SPEC_METHODS) - {'ngram'})})"
+            )
 
     def _check_method_and_model(self) -> None:
         if not isinstance(self.method, str):
             raise _type_error("method", self.method, f"one of {list(SPEC_METHODS)}")
         if self.method in FUTURE_SPEC_METHODS:
-            raise ValueError(f"method={self.method!r} is not available yet; choose one of {list(SPEC_METHODS)}")
+            raise ValueError(
+                f"method={self.method!r} is not available yet; choose one of {list(SPEC_METHODS)}"
+            )
         if self.method not in SPEC_METHODS:
             raise ValueError(f"method={self.method!r} is unknown; choose one of {list(SPEC_METHODS)}")
         self.model = check_path("speculative_config model", self.model, optional=True)
-        needs = {"draft_model": "draft model folder or 'zoo:draft'", "medusa": "Medusa heads folder or 'zoo:medusa'",
-                 "eagle": "EAGLE head folder or 'zoo:eagle'", "eagle3": "EAGLE-3 head folder or 'zoo:eagle3'"}
+        needs = {
+            "draft_model": "draft model folder or 'zoo:draft'",
+            "medusa": "Medusa heads folder or 'zoo:medusa'",
+            "eagle": "EAGLE head folder or 'zoo:eagle'",
+            "eagle3": "EAGLE-3 head folder or 'zoo:eagle3'",
+        }
         if self.method in needs and self.model is None:
             raise ValueError(f"method={self.method!r} needs model=<{needs[self.method]}>")
         if self.method == "ngram" and self.model is not None:
-            raise ValueError(f"method='ngram' drafts from the prompt and takes no model; got model={self.model!r}")
+            raise ValueError(
+                f"method='ngram' drafts from the prompt and takes no model; got model={self.model!r}"
+            )
 
     def _check_ngram(self) -> None:
-        low, high = (check_int(f"prompt_lookup_{n}", getattr(self, f"prompt_lookup_{n}"), 1, optional=True)
-                     for n in ("min", "max"))
+        low, high = (
+            check_int(f"prompt_lookup_{n}", getattr(self, f"prompt_lookup_{n}"), 1, optional=True)
+            for n in ("min", "max")
+        )
         if self.method != "ngram":
             if low is not None or high is not None:
-                raise ValueError(f"prompt_lookup_min / prompt_lookup_max apply to method='ngram' only; "
-                                 f"got method={self.method!r}")
+                raise ValueError(
+                    f"prompt_lookup_min / prompt_lookup_max apply to method='ngram' only; "
+                    f"got method={self.method!r}"
+                )
             return
         if low is None and high is None:
             low = high = 5
@@ -302,28 +340,37 @@ class SpeculativeConfig:
     def _check_acceptance(self) -> None:
         if not isinstance(self.acceptance_method, str) or self.acceptance_method not in ACCEPTANCE_METHODS:
             error = ValueError if isinstance(self.acceptance_method, str) else TypeError
-            raise error(f"acceptance_method={self.acceptance_method!r} is unknown; "
-                        f"choose one of {list(ACCEPTANCE_METHODS)}")
+            raise error(
+                f"acceptance_method={self.acceptance_method!r} is unknown; "
+                f"choose one of {list(ACCEPTANCE_METHODS)}"
+            )
         self.posterior_threshold = check_real(
             "posterior_threshold", self.posterior_threshold, lambda v: 0.0 <= v < 1.0, "a float in [0, 1)"
         )
-        self.posterior_alpha = check_real("posterior_alpha", self.posterior_alpha, lambda v: v >= 0.0,
-                                          "a float >= 0")
+        self.posterior_alpha = check_real(
+            "posterior_alpha", self.posterior_alpha, lambda v: v >= 0.0, "a float >= 0"
+        )
 
     def _check_draft_sample_method(self) -> None:
         value = self.draft_sample_method
         if not isinstance(value, str) or value not in DRAFT_SAMPLE_METHODS:
             error = ValueError if isinstance(value, str) else TypeError
-            raise error(f"draft_sample_method={value!r} is unknown; choose one of {list(DRAFT_SAMPLE_METHODS)}")
+            raise error(
+                f"draft_sample_method={value!r} is unknown; choose one of {list(DRAFT_SAMPLE_METHODS)}"
+            )
         reasons = {
             f"method={self.method!r} drafts deterministically": self.method in ("ngram", "medusa"),
-            "a token tree takes the drafter's top-k": self.token_tree is not None or self.dynamic_tree is not None,
-            "typical acceptance reads no draft probabilities": self.acceptance_method == "typical_acceptance_sampler",
+            "a token tree takes the drafter's top-k": self.token_tree is not None
+            or self.dynamic_tree is not None,
+            "typical acceptance reads no draft probabilities": self.acceptance_method
+            == "typical_acceptance_sampler",
         }
         reason = next((r for r, applies in reasons.items() if applies), None)
         if value == "probabilistic" and reason is not None:
-            raise ValueError(f"draft_sample_method='probabilistic' has nothing to sample: {reason}; "
-                             "leave draft_sample_method out (greedy)")
+            raise ValueError(
+                f"draft_sample_method='probabilistic' has nothing to sample: {reason}; "
+                "leave draft_sample_method out (greedy)"
+            )
 
     def _parse_tree(self):
         """The SpecTree of `speculative_token_tree` / `medusa_choices`, or None for chain speculation."""
@@ -340,7 +387,9 @@ class SpeculativeConfig:
                 f"speculative_token_tree / medusa_choices need a method in {list(TREE_METHODS)}; got {self.method!r}"
             )
         tree = SpecTree.from_paths(_tree_paths(name, paths))
-        self._derive_num_speculative_tokens(tree.num_nodes, f"the token tree {name} has {tree.num_nodes} nodes")
+        self._derive_num_speculative_tokens(
+            tree.num_nodes, f"the token tree {name} has {tree.num_nodes} nodes"
+        )
         return tree
 
     def _parse_dynamic_tree(self):
@@ -350,11 +399,15 @@ class SpeculativeConfig:
         top_k = check_int("top_k", self.top_k, 1, optional=True)
         if self.total_tokens is None:
             if depth is not None or top_k is not None:
-                raise ValueError(f"depth={depth!r} / top_k={top_k!r} shape an EAGLE-2 dynamic tree and apply "
-                                 "only with total_tokens; set total_tokens too, or leave them out")
+                raise ValueError(
+                    f"depth={depth!r} / top_k={top_k!r} shape an EAGLE-2 dynamic tree and apply "
+                    "only with total_tokens; set total_tokens too, or leave them out"
+                )
             return None
         if self.method not in ("eagle", "eagle3"):
-            raise ValueError(f"total_tokens (EAGLE-2 dynamic trees) needs method 'eagle' or 'eagle3'; got {self.method!r}")
+            raise ValueError(
+                f"total_tokens (EAGLE-2 dynamic trees) needs method 'eagle' or 'eagle3'; got {self.method!r}"
+            )
         if self.token_tree is not None:
             raise ValueError("give speculative_token_tree (static) or total_tokens (dynamic), not both")
         from minispec.spec_decode.eagle_tree import DynamicTreeConfig
@@ -365,16 +418,19 @@ class SpeculativeConfig:
         if self.total_tokens - 1 > MAX_TREE_NODES:
             raise ValueError(f"total_tokens={self.total_tokens}: at most {MAX_TREE_NODES + 1} are allowed")
         dynamic = DynamicTreeConfig(self.total_tokens, self.depth, self.top_k)
-        self._derive_num_speculative_tokens(dynamic.num_nodes, f"total_tokens={self.total_tokens} verifies "
-                                                               f"{dynamic.num_nodes} drafts")
+        self._derive_num_speculative_tokens(
+            dynamic.num_nodes, f"total_tokens={self.total_tokens} verifies {dynamic.num_nodes} drafts"
+        )
         return dynamic
 
     def _derive_num_speculative_tokens(self, num_nodes: int, what: str) -> None:
         if self.num_speculative_tokens is None:
             self.num_speculative_tokens = num_nodes
         elif self.num_speculative_tokens != num_nodes:
-            raise ValueError(f"num_speculative_tokens={self.num_speculative_tokens} but {what}; leave "
-                             "num_speculative_tokens out (it is derived) or make the two agree")
+            raise ValueError(
+                f"num_speculative_tokens={self.num_speculative_tokens} but {what}; leave "
+                "num_speculative_tokens out (it is derived) or make the two agree"
+            )
 
     def drafter_eager(self, enforce_eager: bool) -> bool:
         """Whether the drafter runs eager in an engine built with `enforce_eager`."""

@@ -28,7 +28,9 @@ import numpy as np
 from minispec.config import SEED_RANGE, is_int, is_real
 
 _SAMPLING_EPS = 1e-5
-MAX_LOGIT_BIAS = 100.0  # OpenAI's range for logit_bias, which vLLM clamps to; minispec rejects what is outside
+MAX_LOGIT_BIAS = (
+    100.0  # OpenAI's range for logit_bias, which vLLM clamps to; minispec rejects what is outside
+)
 
 
 class SamplingType(IntEnum):
@@ -69,8 +71,14 @@ class SamplingParams:
 
     def _normalize(self) -> None:
         """Store plain Python numbers (numpy scalars are accepted) and vLLM's canonical "off" values."""
-        for name in ("temperature", "top_p", "min_p", "presence_penalty", "frequency_penalty",
-                     "repetition_penalty"):
+        for name in (
+            "temperature",
+            "top_p",
+            "min_p",
+            "presence_penalty",
+            "frequency_penalty",
+            "repetition_penalty",
+        ):
             setattr(self, name, float(getattr(self, name)))
         for name in ("top_k", "seed", "max_tokens", "logprobs"):
             value = getattr(self, name)
@@ -113,7 +121,9 @@ class SamplingParams:
         check_real("repetition_penalty", lambda v: v > 0, "a finite float > 0")
         check_int("top_k", lambda v: v >= -1, "an int: -1 or 0 (disabled) or >= 1")
         low, high = SEED_RANGE
-        check_int("seed", lambda v: low <= v < high, "None or an int in [-2**63, 2**64) (-1 means None)", True)
+        check_int(
+            "seed", lambda v: low <= v < high, "None or an int in [-2**63, 2**64) (-1 means None)", True
+        )
         check_int("max_tokens", lambda v: v >= 1, "None or an int >= 1", True)
         check_int("logprobs", lambda v: v >= 0, "None or an int >= 0", True)
         self._verify_token_lists()
@@ -122,7 +132,9 @@ class SamplingParams:
 
     def _verify_token_lists(self) -> None:
         allowed = "a list of token ids (ints >= 0)"
-        if not isinstance(self.stop_token_ids, (list, tuple)) or not all(is_int(t) for t in self.stop_token_ids):
+        if not isinstance(self.stop_token_ids, (list, tuple)) or not all(
+            is_int(t) for t in self.stop_token_ids
+        ):
             raise _wrong_type("stop_token_ids", self.stop_token_ids, allowed)
         if not all(t >= 0 for t in self.stop_token_ids):
             raise _bad("stop_token_ids", self.stop_token_ids, allowed)
@@ -133,7 +145,9 @@ class SamplingParams:
             is_int(t) and is_real(b) for t, b in self.logit_bias.items()
         ):
             raise _wrong_type("logit_bias", self.logit_bias, allowed)
-        if not all(t >= 0 and math.isfinite(b) and abs(b) <= MAX_LOGIT_BIAS for t, b in self.logit_bias.items()):
+        if not all(
+            t >= 0 and math.isfinite(b) and abs(b) <= MAX_LOGIT_BIAS for t, b in self.logit_bias.items()
+        ):
             raise _bad("logit_bias", self.logit_bias, allowed)
 
     def verify(self, vocab_size: int) -> None:
@@ -142,11 +156,16 @@ class SamplingParams:
         self._verify_args()
         if self.logprobs is not None and self.logprobs > vocab_size:
             raise _bad("logprobs", self.logprobs, f"None or an int in [0, vocab_size={vocab_size}]")
-        for name, ids in (("stop_token_ids", self.stop_token_ids), ("logit_bias", list(self.logit_bias or ()))):
+        for name, ids in (
+            ("stop_token_ids", self.stop_token_ids),
+            ("logit_bias", list(self.logit_bias or ())),
+        ):
             outside = sorted({int(t) for t in ids if t >= vocab_size})
             if outside:
-                raise ValueError(f"SamplingParams.{name} holds token ids {outside[:8]} outside the vocabulary "
-                                 f"[0, {vocab_size}) of this model.")
+                raise ValueError(
+                    f"SamplingParams.{name} holds token ids {outside[:8]} outside the vocabulary "
+                    f"[0, {vocab_size}) of this model."
+                )
 
     @property
     def sampling_type(self) -> SamplingType:

@@ -26,7 +26,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # minispec's own packing, from this checkout
 from minispec.model_executor.layers.utils import pack_weight, packable_dtypes, packed_linear  # noqa: E402
 
-SHAPES = {"qkv": (640, 384), "o": (384, 384), "gate_up": (2048, 384), "down": (384, 1024), "lm_head": (4096, 384)}
+SHAPES = {
+    "qkv": (640, 384),
+    "o": (384, 384),
+    "gate_up": (2048, 384),
+    "down": (384, 1024),
+    "lm_head": (4096, 384),
+}
 
 
 def calls(dtype: torch.dtype, rows: int, copies: int) -> dict[str, list]:
@@ -64,8 +70,10 @@ def batch_invariant(dtype: torch.dtype, rows: int = 17) -> dict[str, bool]:
 
     weight, x = torch.randn(2048, 384).to(dtype), torch.randn(rows, 384).to(dtype)
     packed, handle = pack_weight(weight), ops.create_onednn_mm(weight.t(), 32)
-    fns = {"torch oneDNN": lambda x: packed_linear(x, packed),
-           "vLLM onednn_mm": lambda x: ops.onednn_mm(handle, x, None)}
+    fns = {
+        "torch oneDNN": lambda x: packed_linear(x, packed),
+        "vLLM onednn_mm": lambda x: ops.onednn_mm(handle, x, None),
+    }
     return {way: all(torch.equal(fn(x[:m]), fn(x)[:m]) for m in range(1, rows)) for way, fn in fns.items()}
 
 
@@ -73,12 +81,16 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, nargs="+", default=[1, 5, 17])
     ap.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
-    ap.add_argument("--copies", type=int, default=6, help="copies of each weight (6: a layer's weights read cold)")
+    ap.add_argument(
+        "--copies", type=int, default=6, help="copies of each weight (6: a layer's weights read cold)"
+    )
     ap.add_argument("--rounds", type=int, default=40)
     args = ap.parse_args(argv)
     results = {}
-    print(f"us per call, {args.copies} copies of each weight, mean of {args.rounds} rounds, "
-          f"{torch.get_num_threads()} thread(s)")
+    print(
+        f"us per call, {args.copies} copies of each weight, mean of {args.rounds} rounds, "
+        f"{torch.get_num_threads()} thread(s)"
+    )
     for dtype_name in args.dtypes:
         dtype = getattr(torch, dtype_name)
         if dtype not in packable_dtypes():
@@ -90,8 +102,11 @@ def main(argv: list[str] | None = None) -> dict:
             for way, entries in calls(dtype, rows, args.copies).items():
                 per = time_calls(entries, args.rounds)
                 results[(dtype_name, rows, way)] = per
-                print(f"{rows:>4}  {way:<15}" + "".join(f"{v:9.1f}" for v in per.values())
-                      + f"{sum(per.values()):9.1f}")
+                print(
+                    f"{rows:>4}  {way:<15}"
+                    + "".join(f"{v:9.1f}" for v in per.values())
+                    + f"{sum(per.values()):9.1f}"
+                )
     return results
 
 

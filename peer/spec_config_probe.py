@@ -29,47 +29,108 @@ VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 def cases(heads: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
     draft, eagle, eagle3, medusa = heads["draft"], heads["eagle"], heads["eagle3"], heads["medusa"]
     return [
-        ("ngram, window given", {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
-                                 "prompt_lookup_max": 4}),
+        (
+            "ngram, window given",
+            {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, "prompt_lookup_max": 4},
+        ),
         ("ngram, no window", {"method": "ngram", "num_speculative_tokens": 4}),
-        ("ngram, only prompt_lookup_max", {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3}),
-        ("ngram, min > max", {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 5,
-                              "prompt_lookup_max": 2}),
+        (
+            "ngram, only prompt_lookup_max",
+            {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 3},
+        ),
+        (
+            "ngram, min > max",
+            {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 5, "prompt_lookup_max": 2},
+        ),
         ("ngram, no k", {"method": "ngram", "prompt_lookup_max": 4}),
         ("ngram, k = 0", {"method": "ngram", "num_speculative_tokens": 0, "prompt_lookup_max": 4}),
         ("ngram with a model", {"method": "ngram", "num_speculative_tokens": 4, "model": draft}),
         ("no method, draft model", {"model": draft, "num_speculative_tokens": 4}),
         ("draft_model, no k", {"method": "draft_model", "model": draft}),
-        ("draft_model, probabilistic", {"method": "draft_model", "model": draft, "num_speculative_tokens": 4,
-                                        "draft_sample_method": "probabilistic"}),
-        ("draft_model, drafter compiled", {"method": "draft_model", "model": draft, "num_speculative_tokens": 4,
-                                           "enforce_eager": False}),
-        ("draft_model, enforce_eager 1", {"method": "draft_model", "model": draft, "num_speculative_tokens": 4,
-                                          "enforce_eager": 1}),
+        (
+            "draft_model, probabilistic",
+            {
+                "method": "draft_model",
+                "model": draft,
+                "num_speculative_tokens": 4,
+                "draft_sample_method": "probabilistic",
+            },
+        ),
+        (
+            "draft_model, drafter compiled",
+            {"method": "draft_model", "model": draft, "num_speculative_tokens": 4, "enforce_eager": False},
+        ),
+        (
+            "draft_model, enforce_eager 1",
+            {"method": "draft_model", "model": draft, "num_speculative_tokens": 4, "enforce_eager": 1},
+        ),
         ("eagle, no k", {"method": "eagle", "model": eagle}),
         ("eagle3, k = 4", {"method": "eagle3", "model": eagle3, "num_speculative_tokens": 4}),
         ("medusa, no k", {"method": "medusa", "model": medusa}),
         ("medusa, k = 2", {"method": "medusa", "model": medusa, "num_speculative_tokens": 2}),
         ("unknown method", {"method": "lookahead", "num_speculative_tokens": 4}),
         ("unknown key", {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "foo": 1}),
-        ("disable_by_batch_size 1", {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4,
-                                     "disable_by_batch_size": 1}),
-        ("eagle3 tree (minispec's key)", {"method": "eagle3", "model": eagle3,
-                                         "speculative_token_tree": "[(0,), (1,), (0, 0)]"}),
-        ("eagle + FR-Spec (minispec's key)", {"method": "eagle", "model": eagle, "num_speculative_tokens": 4,
-                                             "draft_vocab_size": 1024}),
-        ("medusa + FR-Spec (minispec's key)", {"method": "medusa", "model": medusa, "num_speculative_tokens": 4,
-                                              "draft_vocab_size": 1024}),
-        ("draft_model int8 (vLLM's shorthand)", {"method": "draft_model", "model": draft, "num_speculative_tokens": 4,
-                                                 "quantization": "int8_per_channel_weight_only"}),
-        ("eagle int8 (vLLM's shorthand)", {"method": "eagle", "model": eagle, "num_speculative_tokens": 4,
-                                           "quantization": "int8_per_channel_weight_only"}),
-        ("medusa quantization 'fp8'", {"method": "medusa", "model": medusa, "num_speculative_tokens": 4,
-                                       "quantization": "fp8"}),
-        ("typical acceptance (minispec's key)", {"method": "ngram", "num_speculative_tokens": 4,
-                                                "prompt_lookup_max": 4, "acceptance_method": "typical_acceptance_sampler"}),
-        ("rejection_sample_method (vLLM's key)", {"method": "ngram", "num_speculative_tokens": 4,
-                                                  "prompt_lookup_max": 4, "rejection_sample_method": "standard"}),
+        (
+            "disable_by_batch_size 1",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 4,
+                "prompt_lookup_max": 4,
+                "disable_by_batch_size": 1,
+            },
+        ),
+        (
+            "eagle3 tree (minispec's key)",
+            {"method": "eagle3", "model": eagle3, "speculative_token_tree": "[(0,), (1,), (0, 0)]"},
+        ),
+        (
+            "eagle + FR-Spec (minispec's key)",
+            {"method": "eagle", "model": eagle, "num_speculative_tokens": 4, "draft_vocab_size": 1024},
+        ),
+        (
+            "medusa + FR-Spec (minispec's key)",
+            {"method": "medusa", "model": medusa, "num_speculative_tokens": 4, "draft_vocab_size": 1024},
+        ),
+        (
+            "draft_model int8 (vLLM's shorthand)",
+            {
+                "method": "draft_model",
+                "model": draft,
+                "num_speculative_tokens": 4,
+                "quantization": "int8_per_channel_weight_only",
+            },
+        ),
+        (
+            "eagle int8 (vLLM's shorthand)",
+            {
+                "method": "eagle",
+                "model": eagle,
+                "num_speculative_tokens": 4,
+                "quantization": "int8_per_channel_weight_only",
+            },
+        ),
+        (
+            "medusa quantization 'fp8'",
+            {"method": "medusa", "model": medusa, "num_speculative_tokens": 4, "quantization": "fp8"},
+        ),
+        (
+            "typical acceptance (minispec's key)",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 4,
+                "prompt_lookup_max": 4,
+                "acceptance_method": "typical_acceptance_sampler",
+            },
+        ),
+        (
+            "rejection_sample_method (vLLM's key)",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 4,
+                "prompt_lookup_max": 4,
+                "rejection_sample_method": "standard",
+            },
+        ),
     ]
 
 
@@ -112,8 +173,13 @@ def vllm_side(target: str, specs: list[dict[str, Any]]) -> list[str]:
     out = []
     for spec in specs:
         try:
-            config = EngineArgs(model=target, dtype="float32", max_model_len=512, enforce_eager=True,
-                                speculative_config=dict(spec)).create_engine_config()
+            config = EngineArgs(
+                model=target,
+                dtype="float32",
+                max_model_len=512,
+                enforce_eager=True,
+                speculative_config=dict(spec),
+            ).create_engine_config()
             out.append(_resolved(config.speculative_config))
         except Exception as e:  # noqa: BLE001
             out.append(_first_line(e))
@@ -136,13 +202,27 @@ def main(argv: list[str]) -> int:
     heads = {name: str(zoo.path(name)) for name in ("draft", "eagle", "eagle3", "medusa")}
     named = cases(heads)
     specs = [spec for _, spec in named]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
-    done = subprocess.run([str(VLLM_PYTHON), __file__, "--vllm"], capture_output=True, text=True, env=env,
-                          input=json.dumps({"target": str(zoo.path("target")), "specs": specs}), timeout=900)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+    }
+    done = subprocess.run(
+        [str(VLLM_PYTHON), __file__, "--vllm"],
+        capture_output=True,
+        text=True,
+        env=env,
+        input=json.dumps({"target": str(zoo.path("target")), "specs": specs}),
+        timeout=900,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("[")]
     if not lines:
-        print(f"vLLM side failed ({done.returncode}): {done.stderr.strip().splitlines()[-3:]}", file=sys.stderr)
+        print(
+            f"vLLM side failed ({done.returncode}): {done.stderr.strip().splitlines()[-3:]}", file=sys.stderr
+        )
         return 1
     theirs, mine = json.loads(lines[-1]), minispec_side(specs)
     print("| case | minispec | vLLM v0.32.0 |\n|---|---|---|")

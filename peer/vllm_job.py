@@ -78,7 +78,9 @@ def install_step_recorder() -> None:
             if request is None or index is None or not sampled or not sampled[index]:
                 continue
             record = STEPS.setdefault(req_id, {"prompt": list(request.prompt_token_ids), "steps": []})
-            record["steps"].append([request.num_output_tokens, [int(t) for t in drafts], len(sampled[index]) - 1])
+            record["steps"].append(
+                [request.num_output_tokens, [int(t) for t in drafts], len(sampled[index]) - 1]
+            )
         return original(self, scheduler_output, model_runner_output)
 
     Scheduler.update_from_output = update_from_output
@@ -147,7 +149,9 @@ class Session:
             kv_cache_memory_bytes=job["kv_cache_memory_bytes"],
             speculative_config=job["speculative_config"],
             disable_log_stats=False,  # LLM's default True would leave get_metrics() without counters
-            **job.get("vllm_engine_args", {}),  # a test's extra vLLM-only arguments (e.g. model_loader_extra_config)
+            **job.get(
+                "vllm_engine_args", {}
+            ),  # a test's extra vLLM-only arguments (e.g. model_loader_extra_config)
         )
         init_s = time.perf_counter() - start
         self.catcher = _LineCatcher()
@@ -161,8 +165,14 @@ class Session:
             start = time.perf_counter()
             self.llm.generate([{"prompt_token_ids": job["warmup_prompt"]}], self.params, use_tqdm=False)
             warmup_s = time.perf_counter() - start
-        self.info = {"engine": "vllm", "version": vllm.__version__, "torch_version": torch.__version__,
-                     "torch_threads": torch.get_num_threads(), "init_s": init_s, "warmup_s": warmup_s}
+        self.info = {
+            "engine": "vllm",
+            "version": vllm.__version__,
+            "torch_version": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "init_s": init_s,
+            "warmup_s": warmup_s,
+        }
 
     def begin_phase(self) -> dict[str, Any]:
         self.llm.llm_engine.do_log_stats()  # start the logger's interval here
@@ -179,7 +189,9 @@ class Session:
         elapsed = time.perf_counter() - start
         out = {"token_ids": [list(o.outputs[0].token_ids) for o in outputs], "elapsed_s": elapsed}
         if record:
-            out.update(steps=steps_by_prompt(outputs), counters=counter_delta(read_counters(self.llm), before))
+            out.update(
+                steps=steps_by_prompt(outputs), counters=counter_delta(read_counters(self.llm), before)
+            )
         STEPS.clear()
         return out
 
@@ -212,6 +224,7 @@ def serve(lines, answer) -> int:
     """`--serve`: the first line is the job (its phases unused); the answer is the engine's info once it is
     built and warm. Then one operation per line, one JSON answer per line: {"op": "begin_phase"},
     {"op": "generate", "prompts": [[ids], ...], "record": true}, {"op": "end_phase"}, {"op": "quit"}."""
+
     def reply(obj: dict[str, Any]) -> None:
         answer.write(json.dumps(obj) + "\n")
         answer.flush()

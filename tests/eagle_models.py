@@ -35,8 +35,9 @@ def make_eagle(target, seed: int = 1, own_embeddings: bool = False) -> EagleLlam
 
 def make_eagle3(target, seed: int = 2, draft_vocab: int = DRAFT_VOCAB) -> Eagle3LlamaForCausalLM:
     draft = Eagle3LlamaForCausalLM(target.config, draft_vocab, (0, 1, 1), target)
-    draft.set_draft_vocab(torch.randperm(target.config.vocab_size, generator=torch.Generator().manual_seed(seed))[
-        :draft_vocab])
+    draft.set_draft_vocab(
+        torch.randperm(target.config.vocab_size, generator=torch.Generator().manual_seed(seed))[:draft_vocab]
+    )
     randomize(draft, seed)
     return draft.eval()
 

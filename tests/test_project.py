@@ -1,4 +1,4 @@
-"""Project hygiene: ruff is clean, environment.yml lists what pyproject lists, kernels/ shadows nothing."""
+"""Project hygiene: ruff check and ruff format are clean, environment.yml lists what pyproject lists, kernels/ shadows nothing."""
 
 import os
 import re
@@ -22,6 +22,12 @@ def test_ruff_clean() -> None:
     ruff = Path(sys.executable).with_name("ruff")
     result = subprocess.run([str(ruff), "check", "."], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_clean() -> None:
+    ruff = Path(sys.executable).with_name("ruff")
+    result = subprocess.run([str(ruff), "format", "--check", "."], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, "run `ruff format .`:\n" + result.stdout + result.stderr
 
 
 def test_environment_yml_matches_pyproject() -> None:
@@ -73,7 +79,10 @@ def test_kernels_folder_is_minispec_kernels() -> None:
     assert ours == str(ROOT / "kernels" / "__init__.py")
     assert available == installed  # transformers sees the distribution exactly when it is installed
     if installed == "True":
-        assert Path(top).parent.parent.name in ("site-packages", "dist-packages")  # the installed distribution
+        assert Path(top).parent.parent.name in (
+            "site-packages",
+            "dist-packages",
+        )  # the installed distribution
     else:
         assert top == "None"
 

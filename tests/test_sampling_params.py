@@ -70,9 +70,15 @@ def test_bad_value_raises_naming_field_and_value(name, value, error):
 
 
 def test_numpy_numbers_accepted_and_stored_as_python_numbers():
-    p = SamplingParams(temperature=np.float32(0.5), top_k=np.int64(3), max_tokens=np.int32(7), seed=np.uint64(5),
-                       stop_token_ids=np.array([4, 4, 9]).tolist(), logit_bias={np.int64(2): np.float64(1.5)},
-                       ignore_eos=np.bool_(True))
+    p = SamplingParams(
+        temperature=np.float32(0.5),
+        top_k=np.int64(3),
+        max_tokens=np.int32(7),
+        seed=np.uint64(5),
+        stop_token_ids=np.array([4, 4, 9]).tolist(),
+        logit_bias={np.int64(2): np.float64(1.5)},
+        ignore_eos=np.bool_(True),
+    )
     assert type(p.temperature) is float and type(p.top_k) is int and type(p.max_tokens) is int
     assert type(p.seed) is int and p.ignore_eos is True
     assert p.stop_token_ids == [4, 9]  # duplicates dropped, as vLLM does
@@ -86,8 +92,11 @@ def test_vllm_conventions_seed_minus_one_and_max_tokens_none():
 
 def test_verify_checks_against_the_vocabulary():
     SamplingParams(logprobs=96, stop_token_ids=[95], logit_bias={95: 1.0}).verify(96)
-    for kwargs, word in (({"logprobs": 97}, "logprobs"), ({"stop_token_ids": [96]}, "stop_token_ids"),
-                         ({"logit_bias": {100: 1.0}}, "logit_bias")):
+    for kwargs, word in (
+        ({"logprobs": 97}, "logprobs"),
+        ({"stop_token_ids": [96]}, "stop_token_ids"),
+        ({"logit_bias": {100: 1.0}}, "logit_bias"),
+    ):
         with pytest.raises(ValueError, match=word):
             SamplingParams(**kwargs).verify(96)
     p = SamplingParams()

@@ -86,7 +86,10 @@ def guide_pages(root: Path = ROOT) -> list[Page]:
 
 def chapter_pages(root: Path = ROOT) -> list[Page]:
     """One page per notebooks/*.ipynb, in file-name order (the chapter number)."""
-    return [Page(f"notebooks/{p.name}", f"chapters/{p.name}") for p in sorted((root / "notebooks").glob("*.ipynb"))]
+    return [
+        Page(f"notebooks/{p.name}", f"chapters/{p.name}")
+        for p in sorted((root / "notebooks").glob("*.ipynb"))
+    ]
 
 
 def api_modules(root: Path = ROOT) -> dict[str, list[str]]:
@@ -109,12 +112,19 @@ def api_page(name: str, modules: list[str]) -> str:
     """
     lines = [f"# `{name}`", ""]
     if modules == ["kernels"]:
-        lines += ["The Triton kernels live in `kernels/` at the top of the repository and are installed as",
-                  "`minispec.kernels`; the names below are those of the source folder.", ""]
+        lines += [
+            "The Triton kernels live in `kernels/` at the top of the repository and are installed as",
+            "`minispec.kernels`; the names below are those of the source folder.",
+            "",
+        ]
     for i, module in enumerate(modules):
-        lines += [f"::: {module}", "    options:",
-                  f"      show_submodules: {str(module != 'minispec').lower()}",
-                  f"      show_root_heading: {str(i > 0).lower()}", ""]
+        lines += [
+            f"::: {module}",
+            "    options:",
+            f"      show_submodules: {str(module != 'minispec').lower()}",
+            f"      show_root_heading: {str(i > 0).lower()}",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -140,8 +150,9 @@ def api_anchor(repo_path: str) -> tuple[str, str] | None:
     return f"api/{page_module}.md", "" if module == page_module else module
 
 
-def rewrite_link(target: str, page: Page, pages: dict[str, str], root: Path, copies: set[str],
-                 html: bool = False) -> str:
+def rewrite_link(
+    target: str, page: Page, pages: dict[str, str], root: Path, copies: set[str], html: bool = False
+) -> str:
     """A relative link of `page` to a repository file, made to point at that file's place in the site.
 
     Links to pages go to the page (`.html` when `html`, for notebooks, whose links MkDocs does not
@@ -169,9 +180,11 @@ def rewrite_link(target: str, page: Page, pages: dict[str, str], root: Path, cop
     return relative + hash_ + fragment
 
 
-def rewrite_links(text: str, page: Page, pages: dict[str, str], root: Path, copies: set[str],
-                  html: bool = False) -> str:
+def rewrite_links(
+    text: str, page: Page, pages: dict[str, str], root: Path, copies: set[str], html: bool = False
+) -> str:
     """rewrite_link applied to every Markdown link and HTML href/src in text."""
+
     def fix(match: re.Match, target: int, suffix: int) -> str:
         new = rewrite_link(match.group(target), page, pages, root, copies, html)
         return match.group(1) + new + match.group(suffix)
@@ -208,14 +221,21 @@ def execute_notebook(source: Path, target: Path, reuse: bool = False) -> float:
     with tempfile.TemporaryDirectory(prefix="minispec-kernel-") as sockets:
         # local sockets, not TCP on localhost: no port to find, and no warning from the kernel about it
         config = Config({"KernelManager": {"transport": "ipc", "ip": str(Path(sockets) / "ipc")}})
-        client = NotebookClient(nb, config=config, kernel_name="python3", timeout=CELL_TIMEOUT_S,
-                                resources={"metadata": {"path": str(source.parent)}})
+        client = NotebookClient(
+            nb,
+            config=config,
+            kernel_name="python3",
+            timeout=CELL_TIMEOUT_S,
+            resources={"metadata": {"path": str(source.parent)}},
+        )
         try:
             client.execute()
         except CellExecutionError as exc:
             lines = ANSI.sub("", str(exc)).strip().splitlines()
-            raise ChapterError(f"{source.name} failed in FAST mode (last {ERROR_TAIL_LINES} lines):\n"
-                               + "\n".join(lines[-ERROR_TAIL_LINES:])) from None
+            raise ChapterError(
+                f"{source.name} failed in FAST mode (last {ERROR_TAIL_LINES} lines):\n"
+                + "\n".join(lines[-ERROR_TAIL_LINES:])
+            ) from None
     elapsed = time.perf_counter() - start
     nb.metadata["minispec_site"] = {"source_sha256": digest, "seconds": round(elapsed, 1)}
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -243,14 +263,26 @@ def stage_guides(root: Path, src: Path, guides: list[Page], pages: dict[str, str
         (src / page.site_path).write_text(rewrite_links(text, page, pages, root, copies))
 
 
-def stage_chapters(root: Path, build: Path, chapters: list[Page], pages: dict[str, str], copies: set[str],
-                   reuse: bool, only: list[str] | None, workers: int = 1) -> dict[str, float]:
+def stage_chapters(
+    root: Path,
+    build: Path,
+    chapters: list[Page],
+    pages: dict[str, str],
+    copies: set[str],
+    reuse: bool,
+    only: list[str] | None,
+    workers: int = 1,
+) -> dict[str, float]:
     """Run each chapter into build/executed, then copy it to build/src with its links rewritten."""
     import nbformat
 
     executed = {p.site_path: build / "executed" / Path(p.site_path).name for p in chapters}
     # a chapter not asked for by `only` keeps its last run (0.0 s), unless it has never run
-    todo = [p for p in chapters if not only or Path(p.site_path).stem in only or not executed[p.site_path].is_file()]
+    todo = [
+        p
+        for p in chapters
+        if not only or Path(p.site_path).stem in only or not executed[p.site_path].is_file()
+    ]
     seconds = run_chapters([(root / p.repo_path, executed[p.site_path]) for p in todo], reuse, workers)
     timings = {Path(p.site_path).stem: 0.0 for p in chapters}
     timings.update({Path(p.site_path).stem: t for p, t in zip(todo, seconds)})
@@ -269,8 +301,13 @@ def stage_chapters(root: Path, build: Path, chapters: list[Page], pages: dict[st
     return timings
 
 
-def stage(root: Path = ROOT, build: Path = BUILD, reuse: bool = False,
-          only: list[str] | None = None, workers: int = 1) -> dict[str, float]:
+def stage(
+    root: Path = ROOT,
+    build: Path = BUILD,
+    reuse: bool = False,
+    only: list[str] | None = None,
+    workers: int = 1,
+) -> dict[str, float]:
     """Write build/src from scratch (chapters run into build/executed); the seconds each chapter took."""
     src = build / "src"
     guides, chapters = guide_pages(root), chapter_pages(root)
@@ -295,10 +332,14 @@ def stage(root: Path = ROOT, build: Path = BUILD, reuse: bool = False,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reuse", action="store_true", help="skip chapters whose source is unchanged")
-    parser.add_argument("--only", nargs="*", default=None, help="run only these chapters (e.g. 01_memory_bound)")
+    parser.add_argument(
+        "--only", nargs="*", default=None, help="run only these chapters (e.g. 01_memory_bound)"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="chapters run at a time (default 1)")
     parser.add_argument("--build", type=Path, default=BUILD, help="the build folder (default build/docs)")
-    parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)  # tests: a made-up repository
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help=argparse.SUPPRESS
+    )  # tests: a made-up repository
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs={args.jobs}: give a whole number of at least 1")

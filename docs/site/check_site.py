@@ -94,7 +94,9 @@ def check_chapter(executed: Path, page: Path, site: Path) -> ChapterReport:
         return report
     report.page_images = len(EMBEDDED_IMG.findall(page.read_text()))
     if report.page_images < report.image_outputs:
-        report.problems.append(f"the page shows {report.page_images} of the notebook's {report.image_outputs} figures")
+        report.problems.append(
+            f"the page shows {report.page_images} of the notebook's {report.image_outputs} figures"
+        )
     if report.page_images == 0 and name not in FIGURELESS:
         report.problems.append("the page shows no figure")
     report.problems += notebook_error_outputs(nb)
@@ -105,7 +107,9 @@ def check_chapter(executed: Path, page: Path, site: Path) -> ChapterReport:
 def check_site(site: Path, src: Path) -> list[ChapterReport]:
     executed = sorted((src / "chapters").glob("*.ipynb"))
     if not executed:
-        raise FileNotFoundError(f"no executed chapters under {src / 'chapters'}: run docs/site/build.py first")
+        raise FileNotFoundError(
+            f"no executed chapters under {src / 'chapters'}: run docs/site/build.py first"
+        )
     return [check_chapter(nb, site / "chapters" / f"{nb.stem}.html", site) for nb in executed]
 
 

@@ -28,7 +28,7 @@ def escape_subscripts_in_line(line: str) -> str:
     """Escape `name[` / `][` / `)[` outside the line's code spans."""
     out, last = [], 0
     for span in CODE_SPAN.finditer(line):
-        out += [SUBSCRIPT.sub(r"\\[", line[last:span.start()]), span.group(0)]
+        out += [SUBSCRIPT.sub(r"\\[", line[last : span.start()]), span.group(0)]
         last = span.end()
     out.append(SUBSCRIPT.sub(r"\\[", line[last:]))
     return "".join(out)

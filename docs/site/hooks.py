@@ -50,6 +50,8 @@ def build_nav(docs_dir: Path) -> list[Any]:
 def on_config(config: Any, **kwargs: Any) -> Any:
     docs_dir = Path(config["docs_dir"])
     if not (docs_dir / "index.md").is_file():
-        raise FileNotFoundError(f"{docs_dir} is not staged yet: run `python docs/site/build.py` (or `make docs`)")
+        raise FileNotFoundError(
+            f"{docs_dir} is not staged yet: run `python docs/site/build.py` (or `make docs`)"
+        )
     config["nav"] = build_nav(docs_dir)
     return config

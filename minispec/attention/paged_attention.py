@@ -42,7 +42,9 @@ class AttentionMetadata:
     # every request has the same number Q of new tokens (vLLM's `_is_uniform_decode`: a decode step with the
     # same drafts count everywhere, or one token each): the queries are a reshape of the tokens, no gathers
     is_uniform_decode: bool = False
-    slot_positions: torch.Tensor | None = None  # [T] each new token's position in its request (causal batches)
+    slot_positions: torch.Tensor | None = (
+        None  # [T] each new token's position in its request (causal batches)
+    )
     # one request whose S keys sit in the consecutive slots key_start .. key_start + S - 1 (its blocks are
     # consecutive, as a batch of one's blocks usually are): attention reads them as a view of the cache, as
     # vLLM's CPU kernel reads its paged cache in place, instead of gathering a copy (`consecutive_key_start`)
@@ -130,8 +132,9 @@ def causal_metadata(
     `last_query_only`: every new token still writes its key and value, but only each request's last token
     queries (query_index [B, 1], output [B, H, D]): a one-layer drafter's first pass, whose other rows are read
     only as keys and values (`EagleProposer._first_pass`)."""
-    block_table, context_lens, query_lens = (np.asarray(a, dtype=np.int64) for a in (block_table, context_lens,
-                                                                                     query_lens))
+    block_table, context_lens, query_lens = (
+        np.asarray(a, dtype=np.int64) for a in (block_table, context_lens, query_lens)
+    )
     num_reqs = query_lens.shape[0]
     seq_lens = context_lens + query_lens  # [B]
     num_tokens = int(query_lens.sum())
@@ -145,17 +148,22 @@ def causal_metadata(
     key_slots[key_pos[None, :] >= seq_lens[:, None]] = 0
     if last_query_only:
         if custom_masks:
-            raise ValueError("last_query_only takes no custom_masks: the last token of a request sees every key")
+            raise ValueError(
+                "last_query_only takes no custom_masks: the last token of a request sees every key"
+            )
         query_index = (starts + query_lens - 1)[:, None]  # [B, 1]
         output_index = np.arange(num_reqs)  # [B]
         mask = (key_pos[None, :] < seq_lens[:, None])[:, None, None]  # [B, 1, 1, S]
     else:
         q = np.arange(max_q)
-        query_index = np.where(q[None, :] < query_lens[:, None], starts[:, None] + q[None, :], num_tokens)  # [B, Q]
+        query_index = np.where(
+            q[None, :] < query_lens[:, None], starts[:, None] + q[None, :], num_tokens
+        )  # [B, Q]
         output_index = req * max_q + offset  # [T]
         mask = build_attention_mask(context_lens, query_lens, max_q, max_s, custom_masks)  # [B, 1, Q, S]
     slot_mapping, query_index, output_index, key_slots, mask, positions = to_device(
-        device, key_slots[req, positions], query_index, output_index, key_slots, mask, positions)
+        device, key_slots[req, positions], query_index, output_index, key_slots, mask, positions
+    )
     return AttentionMetadata(
         num_tokens=num_tokens,
         slot_mapping=slot_mapping,
@@ -203,8 +211,9 @@ def in_a_buffer(x: torch.Tensor) -> torch.Tensor:
     return torch.ops.prims.inductor_force_stride_order(x, x.stride())
 
 
-def attention_in_loops(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
-                       scale: float) -> torch.Tensor:
+def attention_in_loops(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, scale: float
+) -> torch.Tensor:
     """`scaled_dot_product_attention(q, keys, values, mask, scale, enable_gqa=True)` as products and sums in float32,
     for a compiled graph with a few queries per request: Inductor runs them in its own loops and fuses them with
     the projections around them. For one or two queries and a hundred keys that took half the library call's time
@@ -218,7 +227,9 @@ def attention_in_loops(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
     # output element (float32 values were read across keys, 16 gathers a vector)
     q_rows = in_a_buffer(q.float().reshape(b, num_kv_heads, group * num_q, 1, d))  # [B, Hkv, G * Q, 1, D]
     scores = (q_rows * keys.float()[:, :, None]).sum(-1) * scale  # [B, Hkv, G * Q, S]
-    scores = scores.view(b, num_kv_heads, group, num_q, num_keys).masked_fill(~mask[:, :, None], float("-inf"))
+    scores = scores.view(b, num_kv_heads, group, num_q, num_keys).masked_fill(
+        ~mask[:, :, None], float("-inf")
+    )
     probs = in_a_buffer(scores.softmax(dim=-1).reshape(b, num_kv_heads, group * num_q, num_keys, 1))
     out = (probs * in_a_buffer(values.float())[:, :, None]).sum(-2)  # [B, Hkv, G * Q, D]
     return out.view(b, h, num_q, d).to(q.dtype)
@@ -251,7 +262,9 @@ class PagedAttention(torch.nn.Module):
             q_batch = q_pad[meta.query_index].transpose(1, 2)  # [B, H, Q, D]
         if not torch.compiler.is_compiling() and meta.key_start is not None:  # (a compiled graph gathers)
             start, num_keys = meta.key_start, meta.key_slots.shape[1]
-            keys, values = kv_cache[:, None, start : start + num_keys].transpose(2, 3)  # 2 x [1, Hkv, S, D], views
+            keys, values = kv_cache[:, None, start : start + num_keys].transpose(
+                2, 3
+            )  # 2 x [1, Hkv, S, D], views
         else:
             keys, values = gather_slots(kv_cache, meta.key_slots).transpose(2, 3)  # 2 x [B, Hkv, S, D]
         if torch.compiler.is_compiling() and few_queries(q_batch):

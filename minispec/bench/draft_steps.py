@@ -36,7 +36,13 @@ from minispec import LLM
 from minispec.bench.roofline import torch_threads
 from minispec.bench.spec_decode import QUIET_AUTOTUNE, decode, decode_step_phases
 
-ENGINES = ("loop", "one graph", "one graph, host metadata", "one graph, packed products", "one graph, C++ GEMMs")
+ENGINES = (
+    "loop",
+    "one graph",
+    "one graph, host metadata",
+    "one graph, packed products",
+    "one graph, C++ GEMMs",
+)
 OPTIONS = {  # compilation_config's inductor_compile_config of each engine that has one
     "one graph, packed products": {"freezing": True, "post_grad_fusion_options": {}},  # the one-row loops off
     "one graph, C++ GEMMs": {"max_autotune": True} | QUIET_AUTOTUNE,
@@ -44,8 +50,16 @@ OPTIONS = {  # compilation_config's inductor_compile_config of each engine that 
 QUICK = {"num_prompts": 2, "max_tokens": 16, "repeats": 1, "k": 3}
 
 
-def run(dtype: str = "float32", k: int = 7, num_prompts: int = 8, prompt_len: int = 64, max_tokens: int = 64,
-        repeats: int = 3, target: str = "zoo:target", draft: str = "zoo:draft") -> list[dict]:
+def run(
+    dtype: str = "float32",
+    k: int = 7,
+    num_prompts: int = 8,
+    prompt_len: int = 64,
+    max_tokens: int = 64,
+    repeats: int = 3,
+    target: str = "zoo:target",
+    draft: str = "zoo:draft",
+) -> list[dict]:
     from minispec.zoo.corpus import heldout_prompt_ids
 
     prompts = heldout_prompt_ids(num_prompts, prompt_len)
@@ -54,8 +68,14 @@ def run(dtype: str = "float32", k: int = 7, num_prompts: int = 8, prompt_len: in
     engines = {}
     for name in ENGINES:
         config = {"inductor_compile_config": OPTIONS[name]} if name in OPTIONS else None
-        llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=1, speculative_config=spec,
-                  compilation_config=config)
+        llm = LLM(
+            model=target,
+            device="cpu",
+            dtype=dtype,
+            max_num_seqs=1,
+            speculative_config=spec,
+            compilation_config=config,
+        )
         drafter = llm.llm_engine.model_runner.drafter
         drafter.unroll_greedy_steps = name != "loop"
         drafter.metadata_in_graph = name != "one graph, host metadata"
@@ -69,22 +89,32 @@ def run(dtype: str = "float32", k: int = 7, num_prompts: int = 8, prompt_len: in
         for name, llm in engines.items():
             seconds, tokens = decode(llm, prompts, max_tokens, 1)
             if dtype == "float32" and tokens != expected:
-                raise AssertionError(f"{name}: speculative greedy output differs from plain decoding in float32")
+                raise AssertionError(
+                    f"{name}: speculative greedy output differs from plain decoding in float32"
+                )
             best[name] = min(best[name], seconds)
     rows = []
     for name, llm in engines.items():
         phases = decode_step_phases(llm, prompts, max_tokens, 1)
-        rows.append({
-            "engine": name, "dtype": dtype, "k": k, "speedup": best["plain"] / best[name],
-            "propose_ms": 1e3 * phases["propose"], "tokens_per_step": phases["tokens"],
-            "mean_acceptance_length": llm.get_spec_decoding_stats().mean_acceptance_length,
-        })
+        rows.append(
+            {
+                "engine": name,
+                "dtype": dtype,
+                "k": k,
+                "speedup": best["plain"] / best[name],
+                "propose_ms": 1e3 * phases["propose"],
+                "tokens_per_step": phases["tokens"],
+                "mean_acceptance_length": llm.get_spec_decoding_stats().mean_acceptance_length,
+            }
+        )
     return rows
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     """The command line of the module docstring; returns the rows it printed."""
-    parser = argparse.ArgumentParser(prog="python -m minispec.bench.draft_steps", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m minispec.bench.draft_steps", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--quick", action="store_true", help=f"a small run ({QUICK})")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "auto"])
     parser.add_argument("-k", type=int, default=None, help="num_speculative_tokens (default 7)")
@@ -94,18 +124,26 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {"num_prompts": 8, "max_tokens": 64, "repeats": 3, "k": 7}
-    settings = {name: defaults[name] if getattr(args, name) is None else getattr(args, name) for name in defaults}
+    settings = {
+        name: defaults[name] if getattr(args, name) is None else getattr(args, name) for name in defaults
+    }
     for name, value in settings.items():
         if value < 1 or (name == "k" and value < 2):
-            raise ValueError(f"--{name.replace('_', '-')}={value}: must be at least {2 if name == 'k' else 1}")
+            raise ValueError(
+                f"--{name.replace('_', '-')}={value}: must be at least {2 if name == 'k' else 1}"
+            )
     rows = []
     with torch_threads(args.threads):
         for dtype in args.dtypes:
             rows += run(dtype, **settings)
-    print("dtype     engine                      k  speedup  propose ms/step  tokens/step  mean acceptance length")
+    print(
+        "dtype     engine                      k  speedup  propose ms/step  tokens/step  mean acceptance length"
+    )
     for r in rows:
-        print(f"{r['dtype']:9s} {r['engine']:26s} {r['k']:2d}  {r['speedup']:6.2f}x  {r['propose_ms']:15.2f}  "
-              f"{r['tokens_per_step']:11.2f}  {r['mean_acceptance_length']:.3f}")
+        print(
+            f"{r['dtype']:9s} {r['engine']:26s} {r['k']:2d}  {r['speedup']:6.2f}x  {r['propose_ms']:15.2f}  "
+            f"{r['tokens_per_step']:11.2f}  {r['mean_acceptance_length']:.3f}"
+        )
     return rows
 
 

@@ -21,17 +21,37 @@ STATIC_TREE = [(0,), (1,), (2,), (0, 0), (0, 1), (1, 0), (0, 0, 0), (0, 0, 1), (
 CONFIGS: dict[str, dict] = {
     "draft_model chain k=4": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 4},
     "EAGLE-1 chain k=4": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
-    "EAGLE-1 static tree (9)": {"method": "eagle", "model": "zoo:eagle", "speculative_token_tree": STATIC_TREE},
-    "EAGLE-2 dynamic tree (16)": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 16, "depth": 6,
-                                  "top_k": 2},
+    "EAGLE-1 static tree (9)": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        "speculative_token_tree": STATIC_TREE,
+    },
+    "EAGLE-2 dynamic tree (16)": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        "total_tokens": 16,
+        "depth": 6,
+        "top_k": 2,
+    },
     "EAGLE-3 chain k=4": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 4},
-    "EAGLE-3 dynamic tree (16)": {"method": "eagle3", "model": "zoo:eagle3", "total_tokens": 16, "depth": 6,
-                                  "top_k": 2},
+    "EAGLE-3 dynamic tree (16)": {
+        "method": "eagle3",
+        "model": "zoo:eagle3",
+        "total_tokens": 16,
+        "depth": 6,
+        "top_k": 2,
+    },
 }
 
 
-def run(num_prompts: int = 8, prompt_len: int = 64, max_tokens: int = 64, names: list[str] | None = None,
-        target: str = "zoo:target", heads: dict[str, str] | None = None) -> list[dict]:
+def run(
+    num_prompts: int = 8,
+    prompt_len: int = 64,
+    max_tokens: int = 64,
+    names: list[str] | None = None,
+    target: str = "zoo:target",
+    heads: dict[str, str] | None = None,
+) -> list[dict]:
     """`heads` replaces the shipped heads ({"zoo:eagle": folder, ...}): to measure a head before shipping it."""
     from minispec.zoo.corpus import heldout_prompt_ids
 
@@ -53,14 +73,16 @@ def run(num_prompts: int = 8, prompt_len: int = 64, max_tokens: int = 64, names:
         spec_s, spec_tokens = decode_one_at_a_time(llm, prompts, max_tokens)
         if spec_tokens != plain_tokens:
             raise AssertionError(f"{name}: speculative greedy output differs from plain decoding")
-        rows.append({
-            "name": name,
-            "nodes": stats.num_spec_tokens,
-            "mean_acceptance_length": stats.mean_acceptance_length,
-            "per_position": stats.per_position_acceptance_rates[:6],
-            "speedup": plain_s / spec_s,
-            "seconds": time.perf_counter() - start,
-        })
+        rows.append(
+            {
+                "name": name,
+                "nodes": stats.num_spec_tokens,
+                "mean_acceptance_length": stats.mean_acceptance_length,
+                "per_position": stats.per_position_acceptance_rates[:6],
+                "speedup": plain_s / spec_s,
+                "seconds": time.perf_counter() - start,
+            }
+        )
     return rows
 
 
@@ -68,7 +90,9 @@ def print_table(rows: list[dict]) -> None:
     print(f"{'config':<28} {'nodes':>5}  {'mean len':>8}  {'speedup':>7}  per-position acceptance")
     for r in rows:
         pos = ", ".join(f"{x:.2f}" for x in r["per_position"])
-        print(f"{r['name']:<28} {r['nodes']:>5}  {r['mean_acceptance_length']:>8.2f}  {r['speedup']:>6.2f}x  {pos}")
+        print(
+            f"{r['name']:<28} {r['nodes']:>5}  {r['mean_acceptance_length']:>8.2f}  {r['speedup']:>6.2f}x  {pos}"
+        )
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

@@ -41,18 +41,34 @@ ENGINES = {  # name -> the proposer's switches
     "host metadata": {"last_query_only": True, "metadata_in_graph": False},
     "whole first pass": {"last_query_only": False, "metadata_in_graph": False},
 }
-CONFIGS = [name for name, spec in METHODS.items()
-           if spec["method"] in ("eagle", "eagle3") and spec.get("enforce_eager") is False]
+CONFIGS = [
+    name
+    for name, spec in METHODS.items()
+    if spec["method"] in ("eagle", "eagle3") and spec.get("enforce_eager") is False
+]
 QUICK = {"num_prompts": 2, "max_tokens": 16, "repeats": 1}
 
 
-def run(config: str = "eagle chain FR-1024 int8 compiled", num_prompts: int = 8, prompt_len: int = 64,
-        max_tokens: int = 64, repeats: int = 3, target: str = "zoo:target") -> list[dict]:
+def run(
+    config: str = "eagle chain FR-1024 int8 compiled",
+    num_prompts: int = 8,
+    prompt_len: int = 64,
+    max_tokens: int = 64,
+    repeats: int = 3,
+    target: str = "zoo:target",
+) -> list[dict]:
     return run_engines(config, ENGINES, num_prompts, prompt_len, max_tokens, repeats, target)
 
 
-def run_engines(config: str, switches_of: dict[str, dict], num_prompts: int = 8, prompt_len: int = 64,
-                max_tokens: int = 64, repeats: int = 3, target: str = "zoo:target") -> list[dict]:
+def run_engines(
+    config: str,
+    switches_of: dict[str, dict],
+    num_prompts: int = 8,
+    prompt_len: int = 64,
+    max_tokens: int = 64,
+    repeats: int = 3,
+    target: str = "zoo:target",
+) -> list[dict]:
     """One engine per entry of `switches_of` (name -> the drafter's attributes to set), each with `config`'s
     speculative_config, timed against plain decoding as the module docstring says; also `bench.medusa_steps`'."""
     from minispec.zoo.corpus import heldout_prompt_ids
@@ -61,10 +77,18 @@ def run_engines(config: str, switches_of: dict[str, dict], num_prompts: int = 8,
     plain = LLM(model=target, device="cpu", dtype="float32", max_num_seqs=1)
     engines = {}
     for name, switches in switches_of.items():
-        llm = LLM(model=target, device="cpu", dtype="float32", max_num_seqs=1, speculative_config=dict(METHODS[config]))
+        llm = LLM(
+            model=target,
+            device="cpu",
+            dtype="float32",
+            max_num_seqs=1,
+            speculative_config=dict(METHODS[config]),
+        )
         for switch, value in switches.items():
             setattr(llm.llm_engine.model_runner.drafter, switch, value)
-        decode(llm, prompts, max_tokens, 1)  # compile every prefill, decode and drafting shape the runs meet first
+        decode(
+            llm, prompts, max_tokens, 1
+        )  # compile every prefill, decode and drafting shape the runs meet first
         engines[name] = llm
     decode(plain, prompts[:1], 4, 1)
     # every engine and plain decoding take turns call by call, so a burst of load hits all of them; then the same,
@@ -78,11 +102,16 @@ def run_engines(config: str, switches_of: dict[str, dict], num_prompts: int = 8,
         if tokens != timed[0][1]:
             raise AssertionError(f"{name}: speculative greedy output differs from plain decoding in float32")
         propose = _phases_of(records, max_tokens)["propose"]
-        rows.append({
-            "config": config, "engine": name, "speedup": timed[0][0] / seconds, "propose_ms": 1e3 * propose,
-            "c": propose / t1 / drafting_forwards(llm),
-            "mean_acceptance_length": llm.get_spec_decoding_stats().mean_acceptance_length,
-        })
+        rows.append(
+            {
+                "config": config,
+                "engine": name,
+                "speedup": timed[0][0] / seconds,
+                "propose_ms": 1e3 * propose,
+                "c": propose / t1 / drafting_forwards(llm),
+                "mean_acceptance_length": llm.get_spec_decoding_stats().mean_acceptance_length,
+            }
+        )
     return rows
 
 
@@ -98,7 +127,9 @@ def parse_args(prog: str, description: str, configs: list[str], default: str, ar
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {"num_prompts": 8, "max_tokens": 64, "repeats": 3}
-    settings = {name: defaults[name] if getattr(args, name) is None else getattr(args, name) for name in defaults}
+    settings = {
+        name: defaults[name] if getattr(args, name) is None else getattr(args, name) for name in defaults
+    }
     for name, value in settings.items():
         if value < 1:
             raise ValueError(f"--{name.replace('_', '-')}={value}: must be at least 1")
@@ -110,14 +141,21 @@ def print_rows(config: str, rows: list[dict]) -> None:
     print(f"{config}, float32, batch 1")
     print(f"{'engine':{width}s}  speedup  propose ms/step      c  mean acceptance length")
     for r in rows:
-        print(f"{r['engine']:{width}s} {r['speedup']:7.2f}x  {r['propose_ms']:15.3f}  {r['c']:.3f}  "
-              f"{r['mean_acceptance_length']:.3f}")
+        print(
+            f"{r['engine']:{width}s} {r['speedup']:7.2f}x  {r['propose_ms']:15.3f}  {r['c']:.3f}  "
+            f"{r['mean_acceptance_length']:.3f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     """The command line of the module docstring; returns the rows it printed."""
-    config, threads, settings = parse_args("python -m minispec.bench.eagle_steps", __doc__.split("\n")[0], CONFIGS,
-                                           "eagle chain FR-1024 int8 compiled", argv)
+    config, threads, settings = parse_args(
+        "python -m minispec.bench.eagle_steps",
+        __doc__.split("\n")[0],
+        CONFIGS,
+        "eagle chain FR-1024 int8 compiled",
+        argv,
+    )
     with torch_threads(threads):
         rows = run(config, **settings)
     print_rows(config, rows)

@@ -44,8 +44,9 @@ def _best_seconds(fn, x: torch.Tensor, repeats: int, calls: int) -> float:
     return best
 
 
-def time_layers(model: nn.Module, rows: list[int], repeats: int = 5, calls: int = 20,
-                dtype: torch.dtype = torch.float32) -> list[dict]:
+def time_layers(
+    model: nn.Module, rows: list[int], repeats: int = 5, calls: int = 20, dtype: torch.dtype = torch.float32
+) -> list[dict]:
     """For each distinct (out, in) shape of the model's linear layers: seconds of F.linear and of the packed
     oneDNN matmul for each number of rows, with weights and inputs in `dtype`."""
     require_packable(dtype)
@@ -57,24 +58,30 @@ def time_layers(model: nn.Module, rows: list[int], repeats: int = 5, calls: int 
             packed = pack_weight(weight)
             for m in rows:
                 x = torch.randn(m, in_features).to(dtype)
-                results.append({
-                    "shape": (out_features, in_features),
-                    "rows": m,
-                    "f_linear": _best_seconds(lambda x, w=weight: F.linear(x, w), x, repeats, calls),
-                    "onednn": _best_seconds(lambda x, w=packed: packed_linear(x, w), x, repeats, calls),
-                })
+                results.append(
+                    {
+                        "shape": (out_features, in_features),
+                        "rows": m,
+                        "f_linear": _best_seconds(lambda x, w=weight: F.linear(x, w), x, repeats, calls),
+                        "onednn": _best_seconds(lambda x, w=packed: packed_linear(x, w), x, repeats, calls),
+                    }
+                )
     return results
 
 
 FORWARD_MODES = {  # name -> dispatch arguments (None: every layer on F.linear)
     "F.linear": None,
     "packed, every call (engine)": {"min_weight_numel": 0, "min_rows": 1},
-    "packed, 2+ rows of big weights": {"min_weight_numel": MIN_PACKED_WEIGHT_NUMEL, "min_rows": MIN_PACKED_ROWS},
+    "packed, 2+ rows of big weights": {
+        "min_weight_numel": MIN_PACKED_WEIGHT_NUMEL,
+        "min_rows": MIN_PACKED_ROWS,
+    },
 }
 
 
-def time_forward(model: str, tokens: list[int], context_len: int, repeats: int,
-                 dtype: str = "float32") -> dict[str, dict[int, float]]:
+def time_forward(
+    model: str, tokens: list[int], context_len: int, repeats: int, dtype: str = "float32"
+) -> dict[str, dict[int, float]]:
     """t(M) of one eager engine's forward in each of FORWARD_MODES, in alternating rounds: all on F.linear;
     every matmul on packed weights (vLLM's dispatch, and the engine's); and the fastest mix measured, which
     packs only multi-row calls of weights of at least MIN_PACKED_WEIGHT_NUMEL elements."""
@@ -117,15 +124,23 @@ def main(argv: list[str] | None = None) -> dict:
     with torch_threads(args.threads):
         layers = time_layers(get_model(args.model, "float32"), args.rows, args.repeats, dtype=dtype)
         forward = time_forward(args.model, args.tokens, args.context_len, args.repeats, args.dtype)
-    print(f"{args.model}, {args.dtype}, one weight alone, best of {args.repeats}: us per call, F.linear / oneDNN")
+    print(
+        f"{args.model}, {args.dtype}, one weight alone, best of {args.repeats}: us per call, F.linear / oneDNN"
+    )
     print("shape (out, in)   " + "".join(f"{'M=' + str(m):>18}" for m in args.rows))
     for shape in dict.fromkeys(r["shape"] for r in layers):
         cells = [r for r in layers if r["shape"] == shape]
-        print(f"{str(shape):<18}" + "".join(f"{1e6 * r['f_linear']:>9.1f} /{1e6 * r['onednn']:>7.1f}" for r in cells))
+        print(
+            f"{str(shape):<18}"
+            + "".join(f"{1e6 * r['f_linear']:>9.1f} /{1e6 * r['onednn']:>7.1f}" for r in cells)
+        )
     print(f"\nforward of M new tokens after {args.context_len} cached: ms (v = t(M) / t({args.tokens[0]}))")
     print("M     " + "".join(f"{mode:>32}" for mode in forward))
     for m in args.tokens:
-        print(f"{m:<6}" + "".join(f"{1e3 * t[m]:>23.2f} ({t[m] / t[args.tokens[0]]:4.2f})" for t in forward.values()))
+        print(
+            f"{m:<6}"
+            + "".join(f"{1e3 * t[m]:>23.2f} ({t[m] / t[args.tokens[0]]:4.2f})" for t in forward.values())
+        )
     return {"layers": layers, "forward": forward}
 
 

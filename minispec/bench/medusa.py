@@ -52,7 +52,9 @@ def greedy_heldout_windows(num_windows: int, seq_len: int, prompt_len: int = 32)
         raise ValueError(f"prompt_len={prompt_len!r} must be at least 1 and below seq_len={seq_len!r}")
     prompts = heldout_windows(num_windows, prompt_len)  # [n, prompt_len]
     with torch.inference_mode():
-        return torch.cat([prompts, greedy_tokens(load_model(zoo.path("target")), prompts, seq_len - prompt_len)], 1)
+        return torch.cat(
+            [prompts, greedy_tokens(load_model(zoo.path("target")), prompts, seq_len - prompt_len)], 1
+        )
 
 
 def measured_tree(num_nodes: int = 16, num_windows: int = 48, seq_len: int = 96, heads: str = "zoo:medusa"):
@@ -77,13 +79,23 @@ def configs(heads: str, k: int, tree: str, draft_vocab_size: int | None = None) 
         "tree": {**base, "speculative_token_tree": tree},
         "tree (measured)": {**base, "speculative_token_tree": MEASURED_TREE},
         "tree, typical acceptance": {
-            **base, "speculative_token_tree": tree, "acceptance_method": "typical_acceptance_sampler"
+            **base,
+            "speculative_token_tree": tree,
+            "acceptance_method": "typical_acceptance_sampler",
         },
     }
 
 
-def run(target: str, heads: str, num_prompts: int, prompt_tokens: int, max_tokens: int, k: int,
-        tree: str = DEFAULT_TREE, draft_vocab_size: int | None = None) -> list[dict]:
+def run(
+    target: str,
+    heads: str,
+    num_prompts: int,
+    prompt_tokens: int,
+    max_tokens: int,
+    k: int,
+    tree: str = DEFAULT_TREE,
+    draft_vocab_size: int | None = None,
+) -> list[dict]:
     prompts = [{"prompt_token_ids": ids} for ids in corpus.heldout_prompt_ids(num_prompts, prompt_tokens)]
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     rows, reference = [], None
@@ -94,21 +106,25 @@ def run(target: str, heads: str, num_prompts: int, prompt_tokens: int, max_token
         seconds = time.perf_counter() - start
         reference = reference or outputs
         stats = llm.get_spec_decoding_stats()
-        rows.append({
-            "config": name,
-            "mean_acceptance_length": None if stats is None else round(stats.mean_acceptance_length, 3),
-            "accepted_per_pos": None if stats is None else [
-                round(a / stats.num_drafts, 3) for a in stats.num_accepted_tokens_per_pos[:4]
-            ],
-            "same_tokens_as_plain": outputs == reference,
-            "tokens_per_s": round(sum(len(o) for o in outputs) / seconds, 1),
-        })
+        rows.append(
+            {
+                "config": name,
+                "mean_acceptance_length": None if stats is None else round(stats.mean_acceptance_length, 3),
+                "accepted_per_pos": None
+                if stats is None
+                else [round(a / stats.num_drafts, 3) for a in stats.num_accepted_tokens_per_pos[:4]],
+                "same_tokens_as_plain": outputs == reference,
+                "tokens_per_s": round(sum(len(o) for o in outputs) / seconds, 1),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(prog="python -m minispec.bench.medusa", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m minispec.bench.medusa", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--target", default="zoo:target")
     parser.add_argument("--heads", default="zoo:medusa")
     parser.add_argument("--prompts", type=int, default=24)
@@ -117,11 +133,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("-k", type=int, default=4, help="chain length (Medusa heads used)")
     parser.add_argument("--tree", default=DEFAULT_TREE, help="vLLM-style string of rank tuples")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--draft-vocab-size", type=int, default=None, help="FR-Spec: score only the N most frequent")
+    parser.add_argument(
+        "--draft-vocab-size", type=int, default=None, help="FR-Spec: score only the N most frequent"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    return run(args.target, args.heads, args.prompts, args.prompt_tokens, args.max_tokens, args.k, args.tree,
-               args.draft_vocab_size)
+    return run(
+        args.target,
+        args.heads,
+        args.prompts,
+        args.prompt_tokens,
+        args.max_tokens,
+        args.k,
+        args.tree,
+        args.draft_vocab_size,
+    )
 
 
 if __name__ == "__main__":

@@ -28,13 +28,22 @@ from minispec.bench.roofline import torch_threads
 from minispec.bench.spec_decode import METHODS
 
 ENGINES = {"ahead of time": {"aot_compile": True}, "torch.compile": {"aot_compile": False}}
-CONFIGS = [name for name, spec in METHODS.items() if spec["method"] == "medusa" and spec.get("enforce_eager") is False]
+CONFIGS = [
+    name
+    for name, spec in METHODS.items()
+    if spec["method"] == "medusa" and spec.get("enforce_eager") is False
+]
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     """The command line of the module docstring; returns the rows it printed."""
-    config, threads, settings = parse_args("python -m minispec.bench.medusa_steps", __doc__.split("\n")[0], CONFIGS,
-                                           "medusa tree FR-1024 int8 compiled", argv)
+    config, threads, settings = parse_args(
+        "python -m minispec.bench.medusa_steps",
+        __doc__.split("\n")[0],
+        CONFIGS,
+        "medusa tree FR-1024 int8 compiled",
+        argv,
+    )
     with torch_threads(threads):
         rows = run_engines(config, ENGINES, **settings)
     print_rows(config, rows)

@@ -143,7 +143,9 @@ def measure_without_matmuls(engine: LLMEngine, context_len: int = 64, repeats: i
     try:
         for layer in linears:
             layer.forward = types.MethodType(free, layer)
-        times = measure_forward_time(num_new_tokens=[1], context_len=context_len, repeats=repeats, engine=engine)
+        times = measure_forward_time(
+            num_new_tokens=[1], context_len=context_len, repeats=repeats, engine=engine
+        )
     finally:
         for layer, forward in zip(linears, saved):
             if forward is None:
@@ -291,9 +293,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, float]]:
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--modes", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"])
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
-    ap.add_argument("--decompose", action="store_true",
-                    help="split the eager one-token forward into its matmuls alone, the rest alone and what the "
-                         "two cost together beyond their sum, and time an operation after reading buffers")
+    ap.add_argument(
+        "--decompose",
+        action="store_true",
+        help="split the eager one-token forward into its matmuls alone, the rest alone and what the "
+        "two cost together beyond their sum, and time an operation after reading buffers",
+    )
     args = ap.parse_args(argv)
     if args.decompose:
         with torch_threads(args.threads):
@@ -301,14 +306,21 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, float]]:
     times = {}
     with torch_threads(args.threads):
         for mode in args.modes:
-            engine = LLMEngine(args.model, device="cpu", max_num_seqs=1, dtype="float32",
-                               enforce_eager=mode == "eager")
-            times[mode] = measure_forward_time(args.model, args.tokens, args.context_len, args.repeats,
-                                               engine=engine)
-    print(f"{args.model}, float32, {args.context_len} cached tokens, best of {args.repeats}: ms (v = t(M) / t(1))")
+            engine = LLMEngine(
+                args.model, device="cpu", max_num_seqs=1, dtype="float32", enforce_eager=mode == "eager"
+            )
+            times[mode] = measure_forward_time(
+                args.model, args.tokens, args.context_len, args.repeats, engine=engine
+            )
+    print(
+        f"{args.model}, float32, {args.context_len} cached tokens, best of {args.repeats}: ms (v = t(M) / t(1))"
+    )
     print("M     " + "".join(f"{mode:>20}" for mode in args.modes))
     for m in args.tokens:
-        print(f"{m:<6}" + "".join(f"{1e3 * t[m]:>11.2f} ({t[m] / t[args.tokens[0]]:4.2f})" for t in times.values()))
+        print(
+            f"{m:<6}"
+            + "".join(f"{1e3 * t[m]:>11.2f} ({t[m] / t[args.tokens[0]]:4.2f})" for t in times.values())
+        )
     return times
 
 
@@ -325,11 +337,17 @@ def decompose(model: str = "zoo:target", context_len: int = 64, repeats: int = 1
         forward = measure_forward_time(model, [1], context_len, repeats, engine=engine)[1]
         matmuls = measure_matmuls_only(engine, context_len, repeats)
         rest = measure_without_matmuls(engine, context_len, repeats)
-        parts |= {f"{name} forward": forward, f"{name} matmuls alone": matmuls, f"{name} rest alone": rest,
-                  f"{name} interference": forward - matmuls - rest}
-        print(f"{model}, {name}, one new token after {context_len}, best of {repeats}: forward "
-              f"{forward * 1e3:.2f} ms = matmuls alone {matmuls * 1e3:.2f} + the rest alone {rest * 1e3:.2f} "
-              f"+ interference {(forward - matmuls - rest) * 1e3:.2f}")
+        parts |= {
+            f"{name} forward": forward,
+            f"{name} matmuls alone": matmuls,
+            f"{name} rest alone": rest,
+            f"{name} interference": forward - matmuls - rest,
+        }
+        print(
+            f"{model}, {name}, one new token after {context_len}, best of {repeats}: forward "
+            f"{forward * 1e3:.2f} ms = matmuls alone {matmuls * 1e3:.2f} + the rest alone {rest * 1e3:.2f} "
+            f"+ interference {(forward - matmuls - rest) * 1e3:.2f}"
+        )
     print("x + 1 on 384 floats right after summing a float32 buffer (us):")
     for size, seconds in op_after_read().items():
         print(f"  {'alone' if size == 0 else f'after {size:g} MB':>14}: {seconds * 1e6:6.1f}")

@@ -57,8 +57,10 @@ class MethodAcceptance:
         if self.num_steps < 1:
             raise ValueError(f"num_steps must be >= 1, got {self.num_steps!r}")
         if len(self.accepted_per_depth) != len(self.nodes_per_depth):
-            raise ValueError(f"accepted_per_depth and nodes_per_depth differ in length: "
-                             f"{len(self.accepted_per_depth)} and {len(self.nodes_per_depth)}")
+            raise ValueError(
+                f"accepted_per_depth and nodes_per_depth differ in length: "
+                f"{len(self.accepted_per_depth)} and {len(self.nodes_per_depth)}"
+            )
 
     @property
     def max_depth(self) -> int:
@@ -106,8 +108,12 @@ class DraftCost:
     shared_params: float = 0.0  # "heads": read once for every head (Medusa's shared lm_head), used by each
 
 
-def drafter_costs(target: TargetModel = LLAMA_31_8B, draft: ModelShape = MODEL_SHAPES["Llama-3.2-1B"],
-                  eagle3_vocab: int = 32000, top_k: int = 2) -> dict[str, DraftCost]:
+def drafter_costs(
+    target: TargetModel = LLAMA_31_8B,
+    draft: ModelShape = MODEL_SHAPES["Llama-3.2-1B"],
+    eagle3_vocab: int = 32000,
+    top_k: int = 2,
+) -> dict[str, DraftCost]:
     """The drafters of `minispec.bench.taxonomy.METHODS`, sized for `target`."""
     h, i, v = target.hidden_size, target.intermediate_size, target.vocab_size
     kv_dim = target.shape.num_kv_heads * target.shape.head_dim
@@ -117,17 +123,36 @@ def drafter_costs(target: TargetModel = LLAMA_31_8B, draft: ModelShape = MODEL_S
     eagle = layer + 2 * h * h + h * v  # the layer, fc (2H -> H), the target's lm_head
     return {
         "ngram": DraftCost(0.0, 0.0, "none", note="prompt lookup on the CPU, no GPU time"),
-        "draft_model": DraftCost(draft.num_params, draft.kv_bytes_per_token(), "per_depth",
-                                 note=f"{draft.name} as the draft model"),
-        "medusa chain": DraftCost(h * h + h, 0.0, "heads", shared_params=h * v,
-                                  note="a ResBlock per head, one lm_head shared by the heads (original_lm_head, as "
-                                       "the zoo's) and read once for all of them"),
-        "medusa tree": DraftCost(h * h + h, 0.0, "heads", shared_params=h * v, note="the same heads, top-k of each"),
-        "eagle chain": DraftCost(eagle, one_layer_kv, "per_depth", note="one layer + fc + the target's lm_head"),
-        "eagle2 tree": DraftCost(eagle, one_layer_kv, "per_depth", top_k,
-                                 note=f"the same, top_k = {top_k} nodes a request per forward"),
-        "eagle3 chain": DraftCost(layer3 + 3 * h * h + h * eagle3_vocab, one_layer_kv, "per_depth",
-                                  note=f"one 2H-input layer + fc (3H -> H) + its own {eagle3_vocab} lm_head"),
+        "draft_model": DraftCost(
+            draft.num_params, draft.kv_bytes_per_token(), "per_depth", note=f"{draft.name} as the draft model"
+        ),
+        "medusa chain": DraftCost(
+            h * h + h,
+            0.0,
+            "heads",
+            shared_params=h * v,
+            note="a ResBlock per head, one lm_head shared by the heads (original_lm_head, as "
+            "the zoo's) and read once for all of them",
+        ),
+        "medusa tree": DraftCost(
+            h * h + h, 0.0, "heads", shared_params=h * v, note="the same heads, top-k of each"
+        ),
+        "eagle chain": DraftCost(
+            eagle, one_layer_kv, "per_depth", note="one layer + fc + the target's lm_head"
+        ),
+        "eagle2 tree": DraftCost(
+            eagle,
+            one_layer_kv,
+            "per_depth",
+            top_k,
+            note=f"the same, top_k = {top_k} nodes a request per forward",
+        ),
+        "eagle3 chain": DraftCost(
+            layer3 + 3 * h * h + h * eagle3_vocab,
+            one_layer_kv,
+            "per_depth",
+            note=f"one 2H-input layer + fc (3H -> H) + its own {eagle3_vocab} lm_head",
+        ),
     }
 
 
@@ -153,20 +178,28 @@ class Assumptions:
             "differently, so read the curves as shapes, not promises",
             "attention FLOPs, sampling and the rejection sampler are left out; tree verification reads the "
             "same KV as a chain",
-            *[f"drafter {name}: {d.params / 1e6:,.0f}M parameters a "
-              + (f"head + {d.shared_params / 1e6:,.0f}M shared, " if d.shared_params else "forward, ") + d.note
-              for name, d in self.drafters.items()],
+            *[
+                f"drafter {name}: {d.params / 1e6:,.0f}M parameters a "
+                + (f"head + {d.shared_params / 1e6:,.0f}M shared, " if d.shared_params else "forward, ")
+                + d.note
+                for name, d in self.drafters.items()
+            ],
         ]
 
 
-def _seconds(acc: Accelerator, a: Assumptions, params: float, tokens: float, kv_per_token: float,
-             batch: int) -> float:
+def _seconds(
+    acc: Accelerator, a: Assumptions, params: float, tokens: float, kv_per_token: float, batch: int
+) -> float:
     kv = kv_per_token * a.context_len * batch
     return float(decode_step_time(acc, params, a.bytes_per_param, max(tokens, 1.0), kv))
 
 
-def projected_speedup(acceptance: MethodAcceptance, batch_sizes=BATCH_SIZES, assumptions: Assumptions | None = None,
-                      depth: int | None = None) -> np.ndarray:
+def projected_speedup(
+    acceptance: MethodAcceptance,
+    batch_sizes=BATCH_SIZES,
+    assumptions: Assumptions | None = None,
+    depth: int | None = None,
+) -> np.ndarray:
     """[len(batch_sizes)] E t_target(B) / (t_draft(B) + t_target(B (1 + n))); NaN where it does not fit."""
     a = assumptions or Assumptions()
     acc, s = get_accelerator(a.accelerator), a.target.shape
@@ -206,8 +239,14 @@ def break_even_batch(batch_sizes, speedups) -> int | None:
     return None
 
 
-def project(acceptances: dict[str, MethodAcceptance], accelerator: str = "H100 SXM", batch_sizes=BATCH_SIZES,
-            depth: int | None = None, context_len: int = 1024, data_dir: str | Path | None = None) -> dict:
+def project(
+    acceptances: dict[str, MethodAcceptance],
+    accelerator: str = "H100 SXM",
+    batch_sizes=BATCH_SIZES,
+    depth: int | None = None,
+    context_len: int = 1024,
+    data_dir: str | Path | None = None,
+) -> dict:
     """Per method: speedups over batch_sizes, break-even batch, and source ("projected" or "measured on ...")."""
     a = Assumptions(accelerator=accelerator, context_len=context_len)
     measured = load_measured(accelerator, data_dir)
@@ -241,8 +280,12 @@ def load_measured(accelerator: str, data_dir: str | Path | None = None) -> dict[
     return out or None
 
 
-def print_projection(acceptances: dict[str, MethodAcceptance], accelerator: str = "H100 SXM",
-                     batch_sizes=BATCH_SIZES, depth: int | None = None) -> dict:
+def print_projection(
+    acceptances: dict[str, MethodAcceptance],
+    accelerator: str = "H100 SXM",
+    batch_sizes=BATCH_SIZES,
+    depth: int | None = None,
+) -> dict:
     result = project(acceptances, accelerator, batch_sizes, depth)
     print(f"Projected speedup over plain decoding on {accelerator}. Assumptions:")
     for line in Assumptions(accelerator=accelerator).lines():

@@ -61,30 +61,63 @@ METHODS: dict[str, dict] = {
     "draft_model k=5": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 5},
     # speculative_config enforce_eager=False: the draft model compiled, the target eager. Compiling removes most
     # of a small model's per-operation cost (c 0.20 -> 0.12 in float32), so longer chains pay
-    "draft k=7 compiled": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 7,
-                           "enforce_eager": False},
+    "draft k=7 compiled": {
+        "method": "draft_model",
+        "model": "zoo:draft",
+        "num_speculative_tokens": 7,
+        "enforce_eager": False,
+    },
     # the same with int8 weights (speculative_config quantization): once each one-row product's input is a buffer of
     # its own, the int8 loops beat float32's (c 0.065-0.069 -> 0.047 in float32, docs/benchmarks.md)
-    "draft k=7 int8 compiled": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 7,
-                                "enforce_eager": False, "quantization": "int8_per_channel_weight_only"},
-    "ngram k=4": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
+    "draft k=7 int8 compiled": {
+        "method": "draft_model",
+        "model": "zoo:draft",
+        "num_speculative_tokens": 7,
+        "enforce_eager": False,
+        "quantization": "int8_per_channel_weight_only",
+    },
+    "ngram k=4": {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        "prompt_lookup_max": 4,
+        "prompt_lookup_min": 2,
+    },
     # where verification is nearly flat in the token count (a CPU with AMX, a GPU), longer and more frequent
     # n-gram drafts pay: 8 drafts, and a match of a single token is enough
-    "ngram k=8 min=1": {"method": "ngram", "num_speculative_tokens": 8, "prompt_lookup_max": 4, "prompt_lookup_min": 1},
+    "ngram k=8 min=1": {
+        "method": "ngram",
+        "num_speculative_tokens": 8,
+        "prompt_lookup_max": 4,
+        "prompt_lookup_min": 1,
+    },
     "medusa chain k=4": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 4},
     "medusa tree (16)": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE},
     # FR-Spec for Medusa (vLLM's truncated vocabulary, chosen at load): the shared projection keeps the rows of
     # the 1024 most frequent tokens, so a drafting call reads 0.98M weights instead of 2.16M
-    "medusa tree FR-1024": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE,
-                            "draft_vocab_size": 1024},
+    "medusa tree FR-1024": {
+        "method": "medusa",
+        "model": "zoo:medusa",
+        "speculative_token_tree": MEDUSA_TREE,
+        "draft_vocab_size": 1024,
+    },
     # the heads compiled with int8 weights: at batch 1 their whole drafting call is compiled ahead of time (AOTInductor,
     # minispec/compilation/aot.py), one call into a shared library (c 0.145 -> 0.054-0.058 in float32)
-    "medusa chain FR-1024 int8 compiled": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 4,
-                                           "draft_vocab_size": 1024, "enforce_eager": False,
-                                           "quantization": "int8_per_channel_weight_only"},
-    "medusa tree FR-1024 int8 compiled": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE,
-                                          "draft_vocab_size": 1024, "enforce_eager": False,
-                                          "quantization": "int8_per_channel_weight_only"},
+    "medusa chain FR-1024 int8 compiled": {
+        "method": "medusa",
+        "model": "zoo:medusa",
+        "num_speculative_tokens": 4,
+        "draft_vocab_size": 1024,
+        "enforce_eager": False,
+        "quantization": "int8_per_channel_weight_only",
+    },
+    "medusa tree FR-1024 int8 compiled": {
+        "method": "medusa",
+        "model": "zoo:medusa",
+        "speculative_token_tree": MEDUSA_TREE,
+        "draft_vocab_size": 1024,
+        "enforce_eager": False,
+        "quantization": "int8_per_channel_weight_only",
+    },
     "eagle chain k=4": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
     "EAGLE-2 tree (16)": {"method": "eagle", "model": "zoo:eagle", **EAGLE2},
     # the head compiled: the first pass and the whole tree in one graph per drafting call (c 0.48 -> 0.31 in
@@ -92,16 +125,32 @@ METHODS: dict[str, dict] = {
     "EAGLE-2 tree compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "enforce_eager": False},
     # FR-Spec: the head scores only the 1024 most frequent tokens (a quarter of the vocabulary; 86% of held-out
     # tokens), so each depth skips three quarters of the lm_head product (minispec/spec_decode/draft_vocab.py)
-    "EAGLE-2 FR-1024 compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "draft_vocab_size": 1024,
-                                 "enforce_eager": False},
+    "EAGLE-2 FR-1024 compiled": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        **EAGLE2,
+        "draft_vocab_size": 1024,
+        "enforce_eager": False,
+    },
     # int8 weights for the head (speculative_config quantization, vLLM's shorthand applied to its linear layers): a
     # compiled depth reads 2.26 MB instead of 9 MB (c 0.22-0.25 -> 0.16-0.19 in float32; 0.095 with the lean
     # drafting call of bench.eagle_steps, docs/benchmarks.md)
-    "eagle chain FR-1024 int8 compiled": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4,
-                                          "draft_vocab_size": 1024, "enforce_eager": False,
-                                          "quantization": "int8_per_channel_weight_only"},
-    "EAGLE-2 FR-1024 int8 compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "draft_vocab_size": 1024,
-                                      "enforce_eager": False, "quantization": "int8_per_channel_weight_only"},
+    "eagle chain FR-1024 int8 compiled": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        "num_speculative_tokens": 4,
+        "draft_vocab_size": 1024,
+        "enforce_eager": False,
+        "quantization": "int8_per_channel_weight_only",
+    },
+    "EAGLE-2 FR-1024 int8 compiled": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        **EAGLE2,
+        "draft_vocab_size": 1024,
+        "enforce_eager": False,
+        "quantization": "int8_per_channel_weight_only",
+    },
     "eagle3 chain k=4": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 4},
     "eagle3 tree (16)": {"method": "eagle3", "model": "zoo:eagle3", **EAGLE2},
 }
@@ -122,7 +171,9 @@ def alpha_from_acceptance_length(mean_length: float, k: int) -> float:
     return (lo + hi) / 2
 
 
-def decode(llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_size: int, refill: bool = False):
+def decode(
+    llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_size: int, refill: bool = False
+):
     """Seconds to decode every prompt greedily, and the token ids: `batch_size` requests at a time, or with
     `refill` every prompt in one `generate`, the scheduler admitting a waiting request as soon as a running
     one finishes (at most max_num_seqs = batch_size at once, as a server runs)."""
@@ -130,8 +181,9 @@ def decode(llm: LLM, prompts: Sequence[Sequence[int]], max_tokens: int, batch_si
     return seconds, outputs
 
 
-def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int, repeats: int = 1,
-                       refill: bool = False) -> dict[str, float]:
+def decode_step_phases(
+    llm: LLM, prompts, max_tokens: int, batch_size: int, repeats: int = 1, refill: bool = False
+) -> dict[str, float]:
     """Mean seconds per phase over the decode steps (every request feeds its last token and its drafts; no
     prefill), each `generate` call's steps taken from the fastest of its `repeats` recorded runs (noise only ever
     adds time), plus "steps" and "tokens": tokens delivered per request and decode step (E counted over every
@@ -142,16 +194,25 @@ def decode_step_phases(llm: LLM, prompts, max_tokens: int, batch_size: int, repe
     return _phases_of(records, max_tokens)
 
 
-def paired_decode(engines: Sequence[LLM], prompts, max_tokens: int, batch_size: int, repeats: int = 1,
-                  refill: bool = False, record: bool = False) -> list[tuple[float, list[list[int]], list]]:
+def paired_decode(
+    engines: Sequence[LLM],
+    prompts,
+    max_tokens: int,
+    batch_size: int,
+    repeats: int = 1,
+    refill: bool = False,
+    record: bool = False,
+) -> list[tuple[float, list[list[int]], list]]:
     """The engines decode the same prompts greedily, taking turns `generate` call by `generate` call (batch_size
     prompts a call; with `refill` one call of every prompt), the first to go alternating, `repeats` times. A
     burst of load on the machine then falls on every engine alike. Per engine: the sum over calls of each call's
     fastest seconds, the token ids, and with `record` the step records of each call's fastest run."""
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     per_call = max(1, len(prompts)) if refill else batch_size
-    calls = [[{"prompt_token_ids": list(p)} for p in prompts[i : i + per_call]]
-             for i in range(0, len(prompts), per_call)]
+    calls = [
+        [{"prompt_token_ids": list(p)} for p in prompts[i : i + per_call]]
+        for i in range(0, len(prompts), per_call)
+    ]
     best = [[(float("inf"), [], [])] * len(calls) for _ in engines]  # [engine][call] -> seconds, ids, records
     for r in range(repeats):
         for j, batch in enumerate(calls):
@@ -168,8 +229,14 @@ def paired_decode(engines: Sequence[LLM], prompts, max_tokens: int, batch_size: 
                     engine.step_records = None
                 if seconds < best[e][j][0]:
                     best[e][j] = (seconds, [list(o.outputs[0].token_ids) for o in outputs], records)
-    return [(sum(c[0] for c in per_engine), [ids for c in per_engine for ids in c[1]],
-             [rec for c in per_engine for rec in c[2]]) for per_engine in best]
+    return [
+        (
+            sum(c[0] for c in per_engine),
+            [ids for c in per_engine for ids in c[1]],
+            [rec for c in per_engine for rec in c[2]],
+        )
+        for per_engine in best
+    ]
 
 
 def _recorded_run(llm: LLM, prompts, max_tokens: int, batch_size: int, refill: bool = False) -> list:
@@ -179,8 +246,10 @@ def _recorded_run(llm: LLM, prompts, max_tokens: int, batch_size: int, refill: b
 
 def _phases_of(records: list, max_tokens: int) -> dict[str, float]:
     is_decode = [
-        bool(r.num_scheduled_tokens) and all(
-            n == 1 + len(r.scheduled_spec_decode_tokens.get(q, [])) for q, n in r.num_scheduled_tokens.items())
+        bool(r.num_scheduled_tokens)
+        and all(
+            n == 1 + len(r.scheduled_spec_decode_tokens.get(q, [])) for q, n in r.num_scheduled_tokens.items()
+        )
         for r in records
     ]
     steps = [r for r, d in zip(records, is_decode) if d]
@@ -257,17 +326,30 @@ def run(
     from minispec.zoo.corpus import heldout_prompt_ids
 
     prompts = heldout_prompt_ids(max(num_prompts, batch_size), prompt_len)
-    plain = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size, enforce_eager=enforce_eager,
-              compilation_config=compilation_config)
+    plain = LLM(
+        model=target,
+        device="cpu",
+        dtype=dtype,
+        max_num_seqs=batch_size,
+        enforce_eager=enforce_eager,
+        compilation_config=compilation_config,
+    )
     decode(plain, prompts[:batch_size], 4 if enforce_eager else 16, batch_size)
     plain_tokens = decode(plain, prompts, max_tokens, batch_size, refill)[1]
     configs = METHODS if configs is None else configs
     rows = []
     for name in methods or list(configs):
         try:
-            llm = LLM(model=target, device="cpu", dtype=dtype, max_num_seqs=batch_size,
-                      speculative_config=dict(configs[name]) | ({"enforce_eager": False} if compile_drafter else {}),
-                      enforce_eager=enforce_eager, compilation_config=compilation_config)
+            llm = LLM(
+                model=target,
+                device="cpu",
+                dtype=dtype,
+                max_num_seqs=batch_size,
+                speculative_config=dict(configs[name])
+                | ({"enforce_eager": False} if compile_drafter else {}),
+                enforce_eager=enforce_eager,
+                compilation_config=compilation_config,
+            )
         except FileNotFoundError as e:  # a zoo model that has not been trained here
             print(f"skipping {name}: {e}")
             continue
@@ -279,13 +361,15 @@ def run(
         decode(llm, prompts[:batch_size], 16 if compiled else 4, batch_size)
         # plain and speculative take turns call by call, so a burst of load hits both; then the same, recorded
         runner.spec_decoding_stats = SpecDecodingStats.new(k)  # counters of exactly these runs
-        (plain_s, _, _), (spec_s, spec_tokens, _) = paired_decode([plain, llm], prompts, max_tokens, batch_size,
-                                                                  repeats, refill)
+        (plain_s, _, _), (spec_s, spec_tokens, _) = paired_decode(
+            [plain, llm], prompts, max_tokens, batch_size, repeats, refill
+        )
         stats = llm.get_spec_decoding_stats()
         if dtype == "float32" and spec_tokens != plain_tokens:
             raise AssertionError(f"{name}: speculative greedy output differs from plain decoding in float32")
-        (_, _, plain_records), (_, _, spec_records) = paired_decode([plain, llm], prompts, max_tokens, batch_size,
-                                                                    repeats, refill, record=True)
+        (_, _, plain_records), (_, _, spec_records) = paired_decode(
+            [plain, llm], prompts, max_tokens, batch_size, repeats, refill, record=True
+        )
         base, phases = _phases_of(plain_records, max_tokens), _phases_of(spec_records, max_tokens)
         # t(1): a plain step's target work (forward, logits, sampling); t(n): the same with n tokens per
         # request, verification included (logits at every verified row, the rejection sampler)
@@ -297,22 +381,37 @@ def run(
         decode_prediction = phases["tokens"] / (sum_c + v)  # tokens per step over every decode step
         # the same costs over every step of the runs: the prefills, which speculation does not shorten, included
         predicted = model_seconds(plain_records) / model_seconds(spec_records)
-        rows.append({
-            "method": name, "dtype": dtype, "batch_size": batch_size, "n": k + 1, "enforce_eager": enforce_eager,
-            "compile_drafter": compile_drafter, "compilation_config": compilation_config,
-            "refill": refill, "num_prompts": len(prompts),
-            "mean_acceptance_length": mean_len, "acceptance_rate": stats.acceptance_rate,
-            "tokens_per_step": phases["tokens"],
-            "c": sum_c / max(1, drafting_forwards(llm)), "sum_c": sum_c, "v": v,
-            "decode_prediction": decode_prediction, "predicted": predicted,
-            "speedup": plain_s / spec_s, "efficiency": plain_s / spec_s / predicted,
-            "agreement": agreement(spec_tokens, plain_tokens),
-            "tok_s": sum(map(len, spec_tokens)) / spec_s, "plain_tok_s": sum(map(len, plain_tokens)) / plain_s,
-            "t1_ms": 1e3 * t1, "plain_step_ms": 1e3 * sum(x for p, x in base.items() if p not in INFO),
-            "step_ms": 1e3 * sum(x for p, x in phases.items() if p not in INFO),
-            "phases_ms": {p: 1e3 * x for p, x in phases.items() if p not in INFO},
-            "plain_phases_ms": {p: 1e3 * x for p, x in base.items() if p not in INFO},
-        })
+        rows.append(
+            {
+                "method": name,
+                "dtype": dtype,
+                "batch_size": batch_size,
+                "n": k + 1,
+                "enforce_eager": enforce_eager,
+                "compile_drafter": compile_drafter,
+                "compilation_config": compilation_config,
+                "refill": refill,
+                "num_prompts": len(prompts),
+                "mean_acceptance_length": mean_len,
+                "acceptance_rate": stats.acceptance_rate,
+                "tokens_per_step": phases["tokens"],
+                "c": sum_c / max(1, drafting_forwards(llm)),
+                "sum_c": sum_c,
+                "v": v,
+                "decode_prediction": decode_prediction,
+                "predicted": predicted,
+                "speedup": plain_s / spec_s,
+                "efficiency": plain_s / spec_s / predicted,
+                "agreement": agreement(spec_tokens, plain_tokens),
+                "tok_s": sum(map(len, spec_tokens)) / spec_s,
+                "plain_tok_s": sum(map(len, plain_tokens)) / plain_s,
+                "t1_ms": 1e3 * t1,
+                "plain_step_ms": 1e3 * sum(x for p, x in base.items() if p not in INFO),
+                "step_ms": 1e3 * sum(x for p, x in phases.items() if p not in INFO),
+                "phases_ms": {p: 1e3 * x for p, x in phases.items() if p not in INFO},
+                "plain_phases_ms": {p: 1e3 * x for p, x in base.items() if p not in INFO},
+            }
+        )
     return rows
 
 
@@ -328,17 +427,23 @@ def print_table(rows: list[dict], phases: bool = False) -> None:
         mode += f" (compilation_config {json.dumps(r0['compilation_config'])})"
     if r0.get("refill"):
         mode += f", {r0['num_prompts']} requests refilling"
-    print(f"\n{r0['dtype']}{mode}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
-          f"{r0['t1_ms']:.2f} ms (a plain step's forward, logits and sampling), plain step {r0['plain_step_ms']:.2f} ms")
+    print(
+        f"\n{r0['dtype']}{mode}, batch {r0['batch_size']}: plain {r0['plain_tok_s']:.1f} tok/s, t(1) = "
+        f"{r0['t1_ms']:.2f} ms (a plain step's forward, logits and sampling), plain step {r0['plain_step_ms']:.2f} ms"
+    )
     width = max(20, *(len(r["method"]) for r in rows))
-    print(f"{'method':<{width}}  n      E  E_all      c  sum c      v  E_all/(sum c+v)  pred (run)  speedup"
-          "  efficiency  agree")
+    print(
+        f"{'method':<{width}}  n      E  E_all      c  sum c      v  E_all/(sum c+v)  pred (run)  speedup"
+        "  efficiency  agree"
+    )
     for r in rows:
         decode_prediction = r.get("decode_prediction", r["predicted"])
-        print(f"{r['method']:<{width}} {r['n']:>2}  {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  "
-              f"{r['c']:5.3f}  "
-              f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {decode_prediction:14.2f}x  {r['predicted']:9.2f}x  "
-              f"{r['speedup']:6.2f}x  {r['efficiency']:10.2f}  {r['agreement']:5.3f}")
+        print(
+            f"{r['method']:<{width}} {r['n']:>2}  {r['mean_acceptance_length']:5.2f}  {r['tokens_per_step']:5.2f}  "
+            f"{r['c']:5.3f}  "
+            f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {decode_prediction:14.2f}x  {r['predicted']:9.2f}x  "
+            f"{r['speedup']:6.2f}x  {r['efficiency']:10.2f}  {r['agreement']:5.3f}"
+        )
     if phases:
         names = ["schedule", "prepare_inputs", "forward", "sample", "verify", "propose", "update"]
         print(f"{'ms per decode step':<{width}}" + "".join(f"{n:>15}" for n in names))
@@ -357,8 +462,6 @@ def parse_json_option(flag: str, text: str | None) -> dict | None:
     if not isinstance(value, dict):
         raise ValueError(f"{flag}={text!r} must be a JSON object")
     return value
-
-
 
 
 def quiet_autotune(compilation_config: dict | None) -> dict | None:
@@ -389,23 +492,43 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--repeats", type=int, default=2, help="timed runs per configuration (the best is kept)")
     ap.add_argument("--methods", nargs="+", default=None, choices=list(METHODS))
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
-    ap.add_argument("--compile", action="store_true",
-                    help="enforce_eager=False: torch.compile every engine's models (vLLM's default)")
-    ap.add_argument("--compile-drafter", action="store_true",
-                    help="speculative_config enforce_eager=False: compile each drafter's network, the target as "
-                         "--compile says (eager by default)")
-    ap.add_argument("--compilation-config", default=None, metavar="JSON",
-                    help="vLLM's compilation_config as JSON for every engine, e.g. "
-                         "'{\"inductor_compile_config\": {\"max_autotune\": true}}' (with --compile-drafter: "
-                         "Inductor's own C++ GEMMs for the drafters; autotuning's tables on stderr are off "
-                         "unless the JSON turns them on)")
-    ap.add_argument("--speculative-config", nargs="+", default=None, metavar="JSON",
-                    help="vLLM's speculative_config as JSON, one row each, in place of --methods, e.g. "
-                         "'{\"method\": \"draft_model\", \"model\": \"zoo:draft\", \"num_speculative_tokens\": 9}'")
-    ap.add_argument("--refill", action="store_true",
-                    help="every prompt in one generate, at most batch-size running at once: the scheduler starts "
-                         "a waiting request when one finishes, as a server does (default: batches one by one)")
-    ap.add_argument("--phases", action="store_true", help="also print each decode step's time per engine phase")
+    ap.add_argument(
+        "--compile",
+        action="store_true",
+        help="enforce_eager=False: torch.compile every engine's models (vLLM's default)",
+    )
+    ap.add_argument(
+        "--compile-drafter",
+        action="store_true",
+        help="speculative_config enforce_eager=False: compile each drafter's network, the target as "
+        "--compile says (eager by default)",
+    )
+    ap.add_argument(
+        "--compilation-config",
+        default=None,
+        metavar="JSON",
+        help="vLLM's compilation_config as JSON for every engine, e.g. "
+        '\'{"inductor_compile_config": {"max_autotune": true}}\' (with --compile-drafter: '
+        "Inductor's own C++ GEMMs for the drafters; autotuning's tables on stderr are off "
+        "unless the JSON turns them on)",
+    )
+    ap.add_argument(
+        "--speculative-config",
+        nargs="+",
+        default=None,
+        metavar="JSON",
+        help="vLLM's speculative_config as JSON, one row each, in place of --methods, e.g. "
+        '\'{"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 9}\'',
+    )
+    ap.add_argument(
+        "--refill",
+        action="store_true",
+        help="every prompt in one generate, at most batch-size running at once: the scheduler starts "
+        "a waiting request when one finishes, as a server does (default: batches one by one)",
+    )
+    ap.add_argument(
+        "--phases", action="store_true", help="also print each decode step's time per engine phase"
+    )
     if ap.parse_known_args(argv)[0].quick:  # --quick changes the defaults; options given still win
         ap.set_defaults(**QUICK)
     args = ap.parse_args(argv)
@@ -419,17 +542,30 @@ def main(argv: list[str] | None = None) -> list[dict]:
             config = parse_json_option("--speculative-config", text)
             label = config_label(config)
             if label in configs:  # a second row of the same name would replace the first
-                raise ValueError(f"--speculative-config: two configs share the row name {label!r} "
-                                 f"({json.dumps(configs[label])} and {text}; the name leaves out 'model')")
+                raise ValueError(
+                    f"--speculative-config: two configs share the row name {label!r} "
+                    f"({json.dumps(configs[label])} and {text}; the name leaves out 'model')"
+                )
             configs[label] = config
     print(f"CPU: {cpu_description()}")  # the costs below depend on it: record it with them
     rows = []
     with torch_threads(args.threads):
         for dtype in args.dtypes:
             for batch_size in args.batch_sizes:
-                group = run(dtype, batch_size, args.num_prompts, args.prompt_len, args.max_tokens, args.repeats,
-                            args.methods, enforce_eager=not args.compile, refill=args.refill, configs=configs,
-                            compile_drafter=args.compile_drafter, compilation_config=compilation_config)
+                group = run(
+                    dtype,
+                    batch_size,
+                    args.num_prompts,
+                    args.prompt_len,
+                    args.max_tokens,
+                    args.repeats,
+                    args.methods,
+                    enforce_eager=not args.compile,
+                    refill=args.refill,
+                    configs=configs,
+                    compile_drafter=args.compile_drafter,
+                    compilation_config=compilation_config,
+                )
                 print_table(group, args.phases)
                 rows += group
     return rows

@@ -136,7 +136,9 @@ def measure_decode_time_per_token(
     """
     _check([1], prompts, max_tokens, repeats)
     with torch_threads(num_threads):
-        seconds, tokens = timed_decode(LLM(model=model, device=device, dtype="float32"), prompts, max_tokens, repeats)
+        seconds, tokens = timed_decode(
+            LLM(model=model, device=device, dtype="float32"), prompts, max_tokens, repeats
+        )
     return seconds / sum(len(t) for t in tokens)
 
 

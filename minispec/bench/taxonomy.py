@@ -63,23 +63,69 @@ class Method:
         return {"method": self.method, **self.extra, **({"num_speculative_tokens": k} if self.chain else {})}
 
 
-METHODS: dict[str, Method] = {m.name: m for m in [
-    Method("ngram", "ngram", {"prompt_lookup_min": 2, "prompt_lookup_max": 4}, "none", "token ids only",
-           "vllm/v1/spec_decode/ngram_proposer.py"),
-    Method("draft_model", "draft_model", {"model": "zoo:draft"}, "a small LM, same tokenizer", "none",
-           "vllm/v1/spec_decode/draft_model.py"),
-    Method("medusa chain", "medusa", {"model": "zoo:medusa"}, "heads on the frozen target", "last hidden state",
-           "vllm/v1/spec_decode/medusa.py"),
-    Method("medusa tree", "medusa", {"model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE},
-           "heads on the frozen target", "last hidden state", "vllm/v1/spec_decode/medusa.py", chain=False),
-    Method("eagle chain", "eagle", {"model": "zoo:eagle"}, "one layer on target features", "last hidden state",
-           "vllm/v1/spec_decode/eagle.py"),
-    Method("eagle2 tree", "eagle", {"model": "zoo:eagle", "total_tokens": 16, "depth": 6, "top_k": 2},
-           "one layer on target features", "last hidden state", "vllm/v1/spec_decode/llm_base_proposer.py",
-           chain=False),
-    Method("eagle3 chain", "eagle3", {"model": "zoo:eagle3"}, "one layer, training-time test",
-           "3 layers' inputs, fused", "vllm/v1/spec_decode/eagle.py"),
-]}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in [
+        Method(
+            "ngram",
+            "ngram",
+            {"prompt_lookup_min": 2, "prompt_lookup_max": 4},
+            "none",
+            "token ids only",
+            "vllm/v1/spec_decode/ngram_proposer.py",
+        ),
+        Method(
+            "draft_model",
+            "draft_model",
+            {"model": "zoo:draft"},
+            "a small LM, same tokenizer",
+            "none",
+            "vllm/v1/spec_decode/draft_model.py",
+        ),
+        Method(
+            "medusa chain",
+            "medusa",
+            {"model": "zoo:medusa"},
+            "heads on the frozen target",
+            "last hidden state",
+            "vllm/v1/spec_decode/medusa.py",
+        ),
+        Method(
+            "medusa tree",
+            "medusa",
+            {"model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE},
+            "heads on the frozen target",
+            "last hidden state",
+            "vllm/v1/spec_decode/medusa.py",
+            chain=False,
+        ),
+        Method(
+            "eagle chain",
+            "eagle",
+            {"model": "zoo:eagle"},
+            "one layer on target features",
+            "last hidden state",
+            "vllm/v1/spec_decode/eagle.py",
+        ),
+        Method(
+            "eagle2 tree",
+            "eagle",
+            {"model": "zoo:eagle", "total_tokens": 16, "depth": 6, "top_k": 2},
+            "one layer on target features",
+            "last hidden state",
+            "vllm/v1/spec_decode/llm_base_proposer.py",
+            chain=False,
+        ),
+        Method(
+            "eagle3 chain",
+            "eagle3",
+            {"model": "zoo:eagle3"},
+            "one layer, training-time test",
+            "3 layers' inputs, fused",
+            "vllm/v1/spec_decode/eagle.py",
+        ),
+    ]
+}
 
 
 # ---- prompts ------------------------------------------------------------------------------------------
@@ -116,11 +162,16 @@ def _functions() -> tuple[_Function, ...]:
         for node in ast.walk(tree):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
                 continue
-            lines = tuple(textwrap.dedent("\n".join(all_lines[node.lineno - 1 : node.end_lineno])).splitlines())
+            lines = tuple(
+                textwrap.dedent("\n".join(all_lines[node.lineno - 1 : node.end_lineno])).splitlines()
+            )
             first = node.body[0]
             doc = None
-            if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
-                    and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(getattr(first, "value", None), ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 doc = (first.lineno - node.lineno, first.end_lineno - node.lineno)
             args = tuple(a.arg for a in node.args.args if a.arg not in ("self", "cls"))
             found.append(_Function(f"{path}:{node.name}", lines, doc, args))
@@ -188,8 +239,11 @@ def copied_chars(prompt: TaskPrompt, text: str) -> int:
 
 
 def build_prompts(
-    n_per_category: int, seed: int = 0, categories: tuple[str, ...] = CATEGORIES,
-    min_tokens: int = 24, max_tokens: int = 320,
+    n_per_category: int,
+    seed: int = 0,
+    categories: tuple[str, ...] = CATEGORIES,
+    min_tokens: int = 24,
+    max_tokens: int = 320,
 ) -> list[TaskPrompt]:
     """`n_per_category` prompts of each category, category by category, deterministic in `seed`: each from a
     different held-out function, between min_tokens and max_tokens zoo-tokenizer tokens long."""
@@ -209,8 +263,13 @@ def build_prompts(
         picked: list[TaskPrompt] = []
         for i in order:
             f = functions[i]
-            made = _copy_edit(f, len(picked)) if category == "copy_edit" else \
-                {"code": _code, "docstring_to_code": _docstring_to_code, "free_text": _free_text}[category](f)
+            made = (
+                _copy_edit(f, len(picked))
+                if category == "copy_edit"
+                else {"code": _code, "docstring_to_code": _docstring_to_code, "free_text": _free_text}[
+                    category
+                ](f)
+            )
             if made is None:
                 continue
             ids = tokenizer.encode(made[0], add_special_tokens=False).ids
@@ -219,8 +278,10 @@ def build_prompts(
             if len(picked) == n_per_category:
                 break
         if len(picked) < n_per_category:
-            raise ValueError(f"only {len(picked)} held-out functions make a {category!r} prompt of "
-                             f"{min_tokens}..{max_tokens} tokens; ask for fewer than {n_per_category}")
+            raise ValueError(
+                f"only {len(picked)} held-out functions make a {category!r} prompt of "
+                f"{min_tokens}..{max_tokens} tokens; ask for fewer than {n_per_category}"
+            )
         out += picked
     return out
 
@@ -258,8 +319,9 @@ def _chunks(prompts: list[TaskPrompt], batch_size: int, n_per_category: int) -> 
     return [list(range(i, min(i + batch_size, len(prompts)))) for i in range(0, len(prompts), batch_size)]
 
 
-def run_chunk(llm, run: EngineRun, prompts: list[TaskPrompt], chunk: list[int], batch_size: int,
-              max_tokens: int) -> None:
+def run_chunk(
+    llm, run: EngineRun, prompts: list[TaskPrompt], chunk: list[int], batch_size: int, max_tokens: int
+) -> None:
     """Decode one chunk greedily on `llm` with the step recorder on, and add what happened to `run`."""
     from minispec import SamplingParams
 
@@ -268,8 +330,9 @@ def run_chunk(llm, run: EngineRun, prompts: list[TaskPrompt], chunk: list[int], 
     engine.step_records = []
     start = time.perf_counter()
     try:
-        outs = llm.generate([{"prompt_token_ids": list(prompts[i].token_ids)} for i in chunk], params,
-                            use_tqdm=False)
+        outs = llm.generate(
+            [{"prompt_token_ids": list(prompts[i].token_ids)} for i in chunk], params, use_tqdm=False
+        )
     finally:
         seconds, records, engine.step_records = time.perf_counter() - start, engine.step_records, None
     index = {o.request_id: i for o, i in zip(outs, chunk)}
@@ -284,7 +347,9 @@ def run_chunk(llm, run: EngineRun, prompts: list[TaskPrompt], chunk: list[int], 
             run.cells[(c, batch_size)].tokens += len(o.outputs[0].token_ids)
             run.cells[(c, batch_size)].decode_tokens += len(o.outputs[0].token_ids) - 1
     for rec in records:
-        prefill = any(rec.num_computed_before.get(r, 0) < len(prompts[index[r]].token_ids) for r in rec.req_ids)
+        prefill = any(
+            rec.num_computed_before.get(r, 0) < len(prompts[index[r]].token_ids) for r in rec.req_ids
+        )
         for r in rec.req_ids:
             cell_keys = ("all", prompts[index[r]].category)
             drafts = rec.scheduled_spec_decode_tokens.get(r, [])
@@ -316,10 +381,14 @@ def drafter_needs(llm) -> dict:
     shared = {p.data_ptr() for p in runner.model.parameters()}
     module = next((getattr(drafter, a) for a in ("model", "heads", "draft") if hasattr(drafter, a)), None)
     params = {id(p): p for p in module.parameters()}.values() if module is not None else []
-    caches = getattr(getattr(drafter, "runner", None), "kv_caches", None) or getattr(drafter, "kv_caches", None)
+    caches = getattr(getattr(drafter, "runner", None), "kv_caches", None) or getattr(
+        drafter, "kv_caches", None
+    )
     kv = sum(c.numel() * c.element_size() // c.shape[1] for c in caches or [])  # [2, slots, Hkv, D] per layer
-    return {"extra_params": sum(p.numel() for p in params if p.data_ptr() not in shared),
-            "extra_kv_bytes_per_token": kv}
+    return {
+        "extra_params": sum(p.numel() for p in params if p.data_ptr() not in shared),
+        "extra_kv_bytes_per_token": kv,
+    }
 
 
 def acceptance_of(name: str, stats, num_steps: int) -> MethodAcceptance:
@@ -347,10 +416,18 @@ class Taxonomy:
         raise ValueError(f"no row for method={method!r}, category={category!r}, batch_size={batch_size!r}")
 
 
-def run(methods: tuple[str, ...] = tuple(METHODS), n_per_category: int = 4, max_tokens: int = 48,
-        batch_sizes: tuple[int, ...] = (1, 4), k: int = 4, seed: int = 0,
-        categories: tuple[str, ...] = CATEGORIES, target: str = "zoo:target", device: str = "cpu",
-        keep_engines: bool = False) -> Taxonomy:
+def run(
+    methods: tuple[str, ...] = tuple(METHODS),
+    n_per_category: int = 4,
+    max_tokens: int = 48,
+    batch_sizes: tuple[int, ...] = (1, 4),
+    k: int = 4,
+    seed: int = 0,
+    categories: tuple[str, ...] = CATEGORIES,
+    target: str = "zoo:target",
+    device: str = "cpu",
+    keep_engines: bool = False,
+) -> Taxonomy:
     """Decode every prompt with every method at every batch size (chunks interleaved across engines); check
     each method's tokens against plain decoding's and that it drafted at all; return the table."""
     from minispec import LLM
@@ -365,8 +442,13 @@ def run(methods: tuple[str, ...] = tuple(METHODS), n_per_category: int = 4, max_
     blocks = max(batch_sizes) * -(-longest // 16) + 16
     engines = {"plain": LLM(model=target, device=device, dtype="float32", num_kv_blocks=blocks)}
     for name in methods:
-        engines[name] = LLM(model=target, device=device, dtype="float32", num_kv_blocks=blocks,
-                            speculative_config=METHODS[name].speculative_config(k))
+        engines[name] = LLM(
+            model=target,
+            device=device,
+            dtype="float32",
+            num_kv_blocks=blocks,
+            speculative_config=METHODS[name].speculative_config(k),
+        )
     warm = [{"prompt_token_ids": list(prompts[0].token_ids)}]
     from minispec import SamplingParams
 
@@ -381,8 +463,10 @@ def run(methods: tuple[str, ...] = tuple(METHODS), n_per_category: int = 4, max_
     for name in methods:
         for key, tokens in runs[name].outputs.items():
             if tokens != runs["plain"].outputs[key]:
-                raise AssertionError(f"{name}: greedy output of prompt {key[0]} ({prompts[key[0]].source}) at "
-                                     f"batch {key[1]} differs from plain decoding")
+                raise AssertionError(
+                    f"{name}: greedy output of prompt {key[0]} ({prompts[key[0]].source}) at "
+                    f"batch {key[1]} differs from plain decoding"
+                )
         if not runs[name].cells[("all", batch_sizes[0])].verifications:
             raise AssertionError(f"{name}: no step verified drafts; speculation did not run")
     acceptance = {}
@@ -391,7 +475,9 @@ def run(methods: tuple[str, ...] = tuple(METHODS), n_per_category: int = 4, max_
         steps = sum(runs[name].cells[("all", b)].request_steps for b in batch_sizes)
         acceptance[name] = acceptance_of(name, stats, steps)
     rows = _rows(runs, engines, methods, k)
-    return Taxonomy(rows, acceptance, prompts, tuple(batch_sizes), max_tokens, engines if keep_engines else {})
+    return Taxonomy(
+        rows, acceptance, prompts, tuple(batch_sizes), max_tokens, engines if keep_engines else {}
+    )
 
 
 def _rows(runs: dict[str, EngineRun], engines: dict, methods: tuple[str, ...], k: int) -> list[dict]:
@@ -404,36 +490,59 @@ def _rows(runs: dict[str, EngineRun], engines: dict, methods: tuple[str, ...], k
             base = plain[(category, b)]
             t_plain = base.step_s / base.steps if base.steps else float("nan")
             steps = cell.steps or 1
-            rows.append({
-                "method": name, "category": category, "batch_size": b,
-                "k": (k if m.chain else None) if m else 0,
-                "mean_acceptance_length": 1 + cell.accepted / cell.verifications if cell.verifications else 1.0,
-                "tokens_per_forward": cell.decode_tokens / cell.request_steps if cell.request_steps else 1.0,
-                "nodes_per_step": cell.nodes / cell.verifications if cell.verifications else 0.0,
-                "draft_cost": cell.propose_s / steps / t_plain if cell.steps else float("nan"),
-                "verify_cost": (cell.step_s - cell.propose_s) / steps / t_plain if cell.steps else float("nan"),
-                "tok_s": cell.tokens / cell.seconds if cell.seconds else float("nan"),
-                "speedup": base.seconds / cell.seconds if cell.seconds else float("nan"),
-                "training": m.training if m else "-", "features": m.features if m else "-",
-                **needs,
-            })
+            rows.append(
+                {
+                    "method": name,
+                    "category": category,
+                    "batch_size": b,
+                    "k": (k if m.chain else None) if m else 0,
+                    "mean_acceptance_length": 1 + cell.accepted / cell.verifications
+                    if cell.verifications
+                    else 1.0,
+                    "tokens_per_forward": cell.decode_tokens / cell.request_steps
+                    if cell.request_steps
+                    else 1.0,
+                    "nodes_per_step": cell.nodes / cell.verifications if cell.verifications else 0.0,
+                    "draft_cost": cell.propose_s / steps / t_plain if cell.steps else float("nan"),
+                    "verify_cost": (cell.step_s - cell.propose_s) / steps / t_plain
+                    if cell.steps
+                    else float("nan"),
+                    "tok_s": cell.tokens / cell.seconds if cell.seconds else float("nan"),
+                    "speedup": base.seconds / cell.seconds if cell.seconds else float("nan"),
+                    "training": m.training if m else "-",
+                    "features": m.features if m else "-",
+                    **needs,
+                }
+            )
     return rows
 
 
 # ---- printing -----------------------------------------------------------------------------------------
 COLUMNS = [  # (key, header, format)
-    ("method", "method", "{}"), ("category", "category", "{}"), ("batch_size", "B", "{}"),
-    ("mean_acceptance_length", "E", "{:.2f}"), ("tokens_per_forward", "tok/fwd", "{:.2f}"),
-    ("nodes_per_step", "nodes", "{:.1f}"), ("draft_cost", "C", "{:.2f}"), ("verify_cost", "v", "{:.2f}"),
-    ("tok_s", "tok/s", "{:.0f}"), ("speedup", "speedup", "{:.2f}x"),
+    ("method", "method", "{}"),
+    ("category", "category", "{}"),
+    ("batch_size", "B", "{}"),
+    ("mean_acceptance_length", "E", "{:.2f}"),
+    ("tokens_per_forward", "tok/fwd", "{:.2f}"),
+    ("nodes_per_step", "nodes", "{:.1f}"),
+    ("draft_cost", "C", "{:.2f}"),
+    ("verify_cost", "v", "{:.2f}"),
+    ("tok_s", "tok/s", "{:.0f}"),
+    ("speedup", "speedup", "{:.2f}x"),
 ]
-NEEDS_COLUMNS = [("extra_params", "extra params", "{:,}"), ("extra_kv_bytes_per_token", "extra KV B/token", "{:,}"),
-                 ("training", "training", "{}"), ("features", "target features", "{}")]
+NEEDS_COLUMNS = [
+    ("extra_params", "extra params", "{:,}"),
+    ("extra_kv_bytes_per_token", "extra KV B/token", "{:,}"),
+    ("training", "training", "{}"),
+    ("features", "target features", "{}"),
+]
 
 
 def _cells(row: dict, columns) -> list[str]:
-    return [CATEGORY_TITLES.get(row[key], row[key]) if key == "category" else fmt.format(row[key])
-            for key, _, fmt in columns]
+    return [
+        CATEGORY_TITLES.get(row[key], row[key]) if key == "category" else fmt.format(row[key])
+        for key, _, fmt in columns
+    ]
 
 
 def needs_rows(tax: Taxonomy) -> list[dict]:
@@ -454,7 +563,10 @@ def pivot_markdown(rows: list[dict], value: str = "speedup", batch_size: int = 1
     """Methods down, categories across (then "all"), one value per cell, at one batch size."""
     chosen = [r for r in rows if r["batch_size"] == batch_size]
     cats = [c for c in (*CATEGORIES, "all") if any(r["category"] == c for r in chosen)]
-    lines = ["| method | " + " | ".join(CATEGORY_TITLES.get(c, c) for c in cats) + " |", "|---|" + "---|" * len(cats)]
+    lines = [
+        "| method | " + " | ".join(CATEGORY_TITLES.get(c, c) for c in cats) + " |",
+        "|---|" + "---|" * len(cats),
+    ]
     for name in dict.fromkeys(r["method"] for r in chosen):
         cells = {r["category"]: fmt.format(r[value]) for r in chosen if r["method"] == name}
         lines.append(f"| {name} | " + " | ".join(cells.get(c, "-") for c in cats) + " |")
@@ -463,14 +575,20 @@ def pivot_markdown(rows: list[dict], value: str = "speedup", batch_size: int = 1
 
 def print_table(tax: Taxonomy) -> None:
     widths = [14, 24, 3, 5, 7, 5, 5, 5, 6, 8]
-    print("  ".join(f"{h:>{w}}" if i > 1 else f"{h:<{w}}" for i, ((_, h, _), w) in enumerate(zip(COLUMNS, widths))))
+    print(
+        "  ".join(
+            f"{h:>{w}}" if i > 1 else f"{h:<{w}}" for i, ((_, h, _), w) in enumerate(zip(COLUMNS, widths))
+        )
+    )
     for r in tax.rows:
         cells = _cells(r, COLUMNS)
         print("  ".join(f"{c:>{w}}" if i > 1 else f"{c:<{w}}" for i, (c, w) in enumerate(zip(cells, widths))))
     print()
     for r in needs_rows(tax):
-        print(f"{r['method']:<14} extra params {r['extra_params']:>10,}  extra KV {r['extra_kv_bytes_per_token']:>6,}"
-              f" B/token  training: {r['training']}; reads: {r['features']}")
+        print(
+            f"{r['method']:<14} extra params {r['extra_params']:>10,}  extra KV {r['extra_kv_bytes_per_token']:>6,}"
+            f" B/token  training: {r['training']}; reads: {r['features']}"
+        )
 
 
 def write_csv(path: str, tax: Taxonomy) -> None:
@@ -501,8 +619,10 @@ def main(argv: list[str] | None = None) -> Taxonomy:
     start = time.perf_counter()
     with torch_threads(args.threads):
         tax = run(tuple(args.methods), n, tokens, tuple(sizes), args.k, device=args.device)
-    print(f"{n} prompts per category, {tokens} new tokens each, greedy, k = {args.k} for chains; every method "
-          f"emitted plain decoding's tokens ({time.perf_counter() - start:.0f} s)")
+    print(
+        f"{n} prompts per category, {tokens} new tokens each, greedy, k = {args.k} for chains; every method "
+        f"emitted plain decoding's tokens ({time.perf_counter() - start:.0f} s)"
+    )
     print_table(tax)
     print()
     print_projection(tax.acceptance)

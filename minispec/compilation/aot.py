@@ -48,24 +48,42 @@ class AotCompiledCall:
     writes in place (a KV cache) are written in place. Called with contiguous tensors of the examples' dtypes and
     devices, and sizes in range (`accepts`); returns one tensor, or a tuple of them."""
 
-    def __init__(self, fn: Callable, network: nn.Module, example_args: tuple[torch.Tensor, ...],
-                 options: dict | None = None, dynamic: dict[int, dict[int, tuple[str, int, int]]] | None = None):
+    def __init__(
+        self,
+        fn: Callable,
+        network: nn.Module,
+        example_args: tuple[torch.Tensor, ...],
+        options: dict | None = None,
+        dynamic: dict[int, dict[int, tuple[str, int, int]]] | None = None,
+    ):
         dynamic = dynamic or {}
         self.signature = [(a.dtype, a.device) for a in example_args]
-        self.ranges = [[dynamic.get(i, {}).get(d, (None, n, n))[1:] for d, n in enumerate(a.shape)]
-                       for i, a in enumerate(example_args)]  # [argument][dim] -> (min, max)
-        dims = {name: Dim(name, min=lo, max=hi) for sizes in dynamic.values() for name, lo, hi in sizes.values()}
-        shapes = [{d: dims[name] for d, (name, _, _) in dynamic.get(i, {}).items()} for i in range(len(example_args))]
+        self.ranges = [
+            [dynamic.get(i, {}).get(d, (None, n, n))[1:] for d, n in enumerate(a.shape)]
+            for i, a in enumerate(example_args)
+        ]  # [argument][dim] -> (min, max)
+        dims = {
+            name: Dim(name, min=lo, max=hi) for sizes in dynamic.values() for name, lo, hi in sizes.values()
+        }
+        shapes = [
+            {d: dims[name] for d, (name, _, _) in dynamic.get(i, {}).items()}
+            for i in range(len(example_args))
+        ]
         with warnings.catch_warnings():
             # PyTorch's own pytree code warns about itself (torch 2.13); not the caller's concern
             warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
             with torch.inference_mode():
-                exported = torch.export.export(_Call(fn, network).eval(), example_args,
-                                               dynamic_shapes=(tuple(shapes),) if dynamic else None, strict=False)
+                exported = torch.export.export(
+                    _Call(fn, network).eval(),
+                    example_args,
+                    dynamic_shapes=(tuple(shapes),) if dynamic else None,
+                    strict=False,
+                )
             self.num_outputs = len(exported.graph_signature.user_outputs)
             package = io.BytesIO()  # the .pt2 archive, kept in memory
-            torch._inductor.aoti_compile_and_package(exported, package_path=package,
-                                                     inductor_configs=dict(options or {}))
+            torch._inductor.aoti_compile_and_package(
+                exported, package_path=package, inductor_configs=dict(options or {})
+            )
             package.seek(0)
             # the loader's own call: AOTICompiledModel.__call__ would parse the input and output specs at every call
             self.loader = torch._inductor.aoti_load_package(package).loader
@@ -73,7 +91,9 @@ class AotCompiledCall:
     def accepts(self, *args: torch.Tensor) -> bool:
         if len(args) != len(self.ranges):
             return False
-        for a, (dtype, device), dims in zip(args, self.signature, self.ranges):  # a plain loop: called every step
+        for a, (dtype, device), dims in zip(
+            args, self.signature, self.ranges
+        ):  # a plain loop: called every step
             if a.dtype != dtype or a.device != device or a.dim() != len(dims) or not a.is_contiguous():
                 return False
             for n, (lo, hi) in zip(a.shape, dims):

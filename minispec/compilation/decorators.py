@@ -55,8 +55,12 @@ RECOMPILE_LIMIT = 64  # Dynamo's per-function cache: each engine's models are ne
 ONE_ROW_MAX_WIDTH = 4096  # widest weight (in or out features) whose one-row products Inductor rewrites: the
 # zoo's lm_head (4096 x 128); Inductor's own limit on a CPU is 2048
 # Inductor's options for a batch-1 drafting call compiled whole (`one_row_options`); the caller's options win
-ONE_ROW_OPTIONS = {"freezing": False, "post_grad_fusion_options": {
-    "decompose_mm_pass": {"cpu_max_other_dimension_decomposition": ONE_ROW_MAX_WIDTH}}}
+ONE_ROW_OPTIONS = {
+    "freezing": False,
+    "post_grad_fusion_options": {
+        "decompose_mm_pass": {"cpu_max_other_dimension_decomposition": ONE_ROW_MAX_WIDTH}
+    },
+}
 
 
 # Inductor's autotuning writes a table per matmul to stderr; minispec keeps it quiet unless the caller asks
@@ -70,8 +74,10 @@ TREE_OPTIONS = {"max_autotune": True, **QUIET_AUTOTUNE}
 def check_compiler(device: torch.device) -> None:
     """Inductor writes C++ for a CPU: fail at construction, not in the first step, when no compiler exists."""
     if device.type == "cpu" and not any(shutil.which(c) for c in ("c++", "g++", "clang++")):
-        raise ValueError("enforce_eager=False compiles the model to C++ on a CPU, and no C++ compiler (c++, g++, "
-                         "clang++) is on PATH; install one or pass enforce_eager=True")
+        raise ValueError(
+            "enforce_eager=False compiles the model to C++ on a CPU, and no C++ compiler (c++, g++, "
+            "clang++) is on PATH; install one or pass enforce_eager=True"
+        )
 
 
 def _own_code(method):
@@ -79,7 +85,9 @@ def _own_code(method):
     their guards one after another on every call: the target and a draft model share LlamaForCausalLM.forward,
     and each engine is a new instance, so without the copy each call would search all of their graphs."""
     fn = method.__func__
-    copy = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy = types.FunctionType(
+        fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
     copy.__kwdefaults__ = fn.__kwdefaults__
     return types.MethodType(copy, method.__self__)
 
@@ -100,8 +108,10 @@ def skip_module_and_global_guards(guard_entries) -> list[bool]:
     since its graphs have no 0/1 variants to tell apart; minispec's have them (one new token against several).
     On the EAGLE-2 tree graph Dynamo's lookup took 0.20-0.22 ms a call with every guard and 0.03-0.05 ms with
     these (docs/benchmarks.md)."""
-    return [not (entry.is_global or entry.orig_guard.source.is_unspecialized_nn_module())
-            for entry in guard_entries]
+    return [
+        not (entry.is_global or entry.orig_guard.source.is_unspecialized_nn_module())
+        for entry in guard_entries
+    ]
 
 
 def one_row_options(options: dict | None = None) -> dict:
@@ -117,7 +127,9 @@ def one_row_options(options: dict | None = None) -> dict:
     import torch._inductor.config as inductor_config
 
     options = dict(options or {})
-    if any(options.get(name, getattr(inductor_config, name)) for name in ("max_autotune", "max_autotune_gemm")):
+    if any(
+        options.get(name, getattr(inductor_config, name)) for name in ("max_autotune", "max_autotune_gemm")
+    ):
         return options
     _widen_one_row_decomposition()
     return copy.deepcopy(ONE_ROW_OPTIONS) | options
@@ -133,8 +145,12 @@ def one_request_tree_options(options: dict | None, dtype: torch.dtype) -> dict:
     options = dict(options or {})
     if dtype != torch.float32:
         return options
-    warnings.filterwarnings("ignore", message="TypedStorage is deprecated", category=UserWarning,
-                            module=r"torch\._inductor\.select_algorithm")  # PyTorch's autotuner, not the user
+    warnings.filterwarnings(
+        "ignore",
+        message="TypedStorage is deprecated",
+        category=UserWarning,
+        module=r"torch\._inductor\.select_algorithm",
+    )  # PyTorch's autotuner, not the user
     return TREE_OPTIONS | options
 
 
@@ -184,8 +200,9 @@ def _widen_one_row_decomposition() -> None:
     also carries the width, so Inductor's compile cache tells the widths apart."""
     import torch._inductor.fx_passes.decompose_mem_bound_mm as decompose
 
-    decompose.cpu_max_other_dimension_decomposition = max(decompose.cpu_max_other_dimension_decomposition,
-                                                          ONE_ROW_MAX_WIDTH)
+    decompose.cpu_max_other_dimension_decomposition = max(
+        decompose.cpu_max_other_dimension_decomposition, ONE_ROW_MAX_WIDTH
+    )
 
 
 def compile_model(model: nn.Module, device: torch.device, options: dict | None = None) -> nn.Module:

@@ -24,8 +24,10 @@ from minispec.sampling_params import SamplingParams
 def as_token_ids(token_ids, name: str = "prompt_token_ids") -> list[int]:
     """A list of Python ints from a list / tuple / 1-D numpy array / 1-D tensor of integers."""
     if isinstance(token_ids, (str, bytes)):
-        raise TypeError(f"{name}={token_ids!r:.60} must be a list of token ids (ints), not a "
-                        f"{type(token_ids).__name__}; pass text as the prompt itself or as {{'prompt': text}}")
+        raise TypeError(
+            f"{name}={token_ids!r:.60} must be a list of token ids (ints), not a "
+            f"{type(token_ids).__name__}; pass text as the prompt itself or as {{'prompt': text}}"
+        )
     if isinstance(token_ids, torch.Tensor):
         if token_ids.dtype.is_floating_point or token_ids.dtype.is_complex or token_ids.dtype == torch.bool:
             raise TypeError(f"{name} is a tensor of {token_ids.dtype}; token ids must be integers")
@@ -63,18 +65,26 @@ class InputProcessor:
         # drafts run past max_tokens as in vLLM: the last verification writes up to num_spec_tokens more slots
         longest = min(len(token_ids) + max_tokens + self.num_spec_tokens, self.max_model_len)
         if cdiv(longest, self.block_size) > self.num_blocks:
-            drafts = f" (with {self.num_spec_tokens} drafts verified per step)" if self.num_spec_tokens else ""
-            raise ValueError(f"a request of up to {longest} tokens{drafts} needs more KV blocks than num_kv_blocks="
-                             f"{self.num_blocks}; raise num_kv_blocks or lower max_tokens")
+            drafts = (
+                f" (with {self.num_spec_tokens} drafts verified per step)" if self.num_spec_tokens else ""
+            )
+            raise ValueError(
+                f"a request of up to {longest} tokens{drafts} needs more KV blocks than num_kv_blocks="
+                f"{self.num_blocks}; raise num_kv_blocks or lower max_tokens"
+            )
         return token_ids
 
     def _validate_prompt(self, token_ids: list[int]) -> None:
         if not token_ids:
             raise ValueError("prompt is empty: a request needs at least one prompt token")
         if len(token_ids) >= self.max_model_len:
-            raise ValueError(f"prompt has {len(token_ids)} tokens; it must be shorter than max_model_len="
-                             f"{self.max_model_len} to leave room for at least one generated token")
+            raise ValueError(
+                f"prompt has {len(token_ids)} tokens; it must be shorter than max_model_len="
+                f"{self.max_model_len} to leave room for at least one generated token"
+            )
         outside = sorted({t for t in token_ids if not 0 <= t < self.vocab_size})
         if outside:
-            raise ValueError(f"prompt_token_ids must be in [0, {self.vocab_size}) (the model's vocab_size); "
-                             f"got {outside[:8]}")
+            raise ValueError(
+                f"prompt_token_ids must be in [0, {self.vocab_size}) (the model's vocab_size); "
+                f"got {outside[:8]}"
+            )

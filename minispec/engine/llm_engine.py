@@ -58,7 +58,9 @@ def resolve_device(device: str | torch.device) -> torch.device:
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device={device!r} must be a str ('auto', 'cpu', 'cuda', 'cuda:N') or a torch.device")
+        raise TypeError(
+            f"device={device!r} must be a str ('auto', 'cpu', 'cuda', 'cuda:N') or a torch.device"
+        )
     try:
         resolved = torch.device(device)
     except (RuntimeError, ValueError) as e:
@@ -67,8 +69,10 @@ def resolve_device(device: str | torch.device) -> torch.device:
         raise ValueError(f"device={device!r}: minispec runs on 'cpu' or 'cuda' (or 'auto')")
     if resolved.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device={device!r} but CUDA is not available here (torch {torch.__version__}); "
-                             "use device='cpu' or 'auto'")
+            raise ValueError(
+                f"device={device!r} but CUDA is not available here (torch {torch.__version__}); "
+                "use device='cpu' or 'auto'"
+            )
         if resolved.index is not None and resolved.index >= torch.cuda.device_count():
             raise ValueError(f"device={device!r} but only {torch.cuda.device_count()} CUDA device(s) exist")
     return resolved
@@ -98,21 +102,29 @@ class LLMEngine:
         max_num_batched_tokens = check_int("max_num_batched_tokens", max_num_batched_tokens, 1, optional=True)
         self.cache_config = CacheConfig(block_size=block_size, num_blocks=num_kv_blocks)
         if speculative_config is not None and not isinstance(speculative_config, SpeculativeConfig):
-            raise TypeError(f"speculative_config must be None or a SpeculativeConfig (LLM also takes a dict); "
-                            f"got a {type(speculative_config).__name__}")
+            raise TypeError(
+                f"speculative_config must be None or a SpeculativeConfig (LLM also takes a dict); "
+                f"got a {type(speculative_config).__name__}"
+            )
         self.device = resolve_device(device)
         if not isinstance(enforce_eager, bool):
-            raise TypeError(f"enforce_eager={enforce_eager!r} must be True (eager PyTorch, minispec's default) or "
-                            "False (torch.compile, vLLM's default)")
+            raise TypeError(
+                f"enforce_eager={enforce_eager!r} must be True (eager PyTorch, minispec's default) or "
+                "False (torch.compile, vLLM's default)"
+            )
         self.compilation_config = CompilationConfig.from_dict(compilation_config)
-        if not enforce_eager or (speculative_config is not None and speculative_config.compiles_drafter(enforce_eager)):
+        if not enforce_eager or (
+            speculative_config is not None and speculative_config.compiles_drafter(enforce_eager)
+        ):
             check_compiler(self.device)
         torch.manual_seed(self.model_config.seed)  # the generator of unseeded requests, as vLLM's seed does
 
         self.model_path = resolve_model_path(self.model_config.model)
         self.model = get_model(self.model_config.model, dtype, self.device, param="model")
         arch = self.model.config
-        max_model_len = arch.max_position_embeddings if max_model_len is None else self.model_config.max_model_len
+        max_model_len = (
+            arch.max_position_embeddings if max_model_len is None else self.model_config.max_model_len
+        )
         if not 1 <= max_model_len <= arch.max_position_embeddings:
             raise ValueError(
                 f"max_model_len={max_model_len} must be in [1, {arch.max_position_embeddings}] "
@@ -122,24 +134,36 @@ class LLMEngine:
         self.eos_token_ids = self._eos_token_ids()
         self.scheduler_config = SchedulerConfig(
             max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=max(4096, max_model_len) if max_num_batched_tokens is None
+            max_num_batched_tokens=max(4096, max_model_len)
+            if max_num_batched_tokens is None
             else max_num_batched_tokens,
             max_model_len=max_model_len,
         )
         self.speculative_config = speculative_config
         num_blocks = self._num_blocks(arch)
-        kv_caches = allocate_for_model(self.model, num_blocks, self.cache_config.block_size, self.device,
-                                       f"num_kv_blocks={num_blocks}")  # checks the memory first
+        kv_caches = allocate_for_model(
+            self.model, num_blocks, self.cache_config.block_size, self.device, f"num_kv_blocks={num_blocks}"
+        )  # checks the memory first
         self.kv_cache_manager = KVCacheManager(num_blocks, self.cache_config.block_size)
         self.scheduler = Scheduler(self.scheduler_config, self.kv_cache_manager)
         self.input_processor = InputProcessor(
-            arch.vocab_size, max_model_len, self.cache_config.block_size, num_blocks,
+            arch.vocab_size,
+            max_model_len,
+            self.cache_config.block_size,
+            num_blocks,
             speculative_config.num_speculative_tokens if speculative_config is not None else 0,
         )
         # as in vLLM, the runner builds its drafter (and loads the draft's weights) from the speculative config
-        self.model_runner = ModelRunner(self.model, kv_caches, self.cache_config.block_size, self.device,
-                                        speculative_config, max_model_len, enforce_eager,
-                                        self.compilation_config.inductor_compile_config)
+        self.model_runner = ModelRunner(
+            self.model,
+            kv_caches,
+            self.cache_config.block_size,
+            self.device,
+            speculative_config,
+            max_model_len,
+            enforce_eager,
+            self.compilation_config.inductor_compile_config,
+        )
         self._request_counter = itertools.count()
         self.step_records: list[StepRecord] | None = None  # set to [] to record every step (chapter 8)
 
@@ -155,9 +179,11 @@ class LLMEngine:
             return AutoTokenizer.from_pretrained(str(path))
         except Exception as e:  # noqa: BLE001 - OSError, ValueError, TypeError, ...: no usable tokenizer here
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise ValueError(f"{param}={name!r}: no Hugging Face tokenizer could be loaded from {path} "
-                             f"(tokenizer.json / tokenizer_config.json); pass tokenizer=<folder with one>. "
-                             f"[{type(e).__name__}: {first[:120]}]") from e
+            raise ValueError(
+                f"{param}={name!r}: no Hugging Face tokenizer could be loaded from {path} "
+                f"(tokenizer.json / tokenizer_config.json); pass tokenizer=<folder with one>. "
+                f"[{type(e).__name__}: {first[:120]}]"
+            ) from e
 
     def _eos_token_ids(self) -> set[int]:
         ids = set()
@@ -174,18 +200,27 @@ class LLMEngine:
 
     def _target_bytes_per_block(self) -> int:
         arch = self.model.config
-        return bytes_per_block(arch.num_hidden_layers, arch.num_key_value_heads, arch.head_dim,
-                               self.cache_config.block_size, self.model.model.embed_tokens.weight.dtype)
+        return bytes_per_block(
+            arch.num_hidden_layers,
+            arch.num_key_value_heads,
+            arch.head_dim,
+            self.cache_config.block_size,
+            self.model.model.embed_tokens.weight.dtype,
+        )
 
     def _num_blocks(self, arch) -> int:
         cfg = self.cache_config
         if cfg.num_blocks is not None:
             return cfg.num_blocks
-        needed = self.scheduler_config.max_num_seqs * cdiv(self.scheduler_config.max_model_len, cfg.block_size)
+        needed = self.scheduler_config.max_num_seqs * cdiv(
+            self.scheduler_config.max_model_len, cfg.block_size
+        )
         block_bytes = self._target_bytes_per_block()
         if block_bytes > cfg.kv_cache_memory_bytes:
-            raise ValueError(f"block_size={cfg.block_size}: one KV block takes {block_bytes:,} bytes, more "
-                             f"than the KV cache budget of {cfg.kv_cache_memory_bytes:,}; lower block_size")
+            raise ValueError(
+                f"block_size={cfg.block_size}: one KV block takes {block_bytes:,} bytes, more "
+                f"than the KV cache budget of {cfg.kv_cache_memory_bytes:,}; lower block_size"
+            )
         return max(1, min(needed, cfg.kv_cache_memory_bytes // block_bytes))
 
     # ---- requests -----------------------------------------------------------------------------------
@@ -197,8 +232,14 @@ class LLMEngine:
         token_ids = self.check_request(prompt_token_ids, params)
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str or None; got a {type(prompt).__name__}")
-        request = Request(str(next(self._request_counter)), token_ids, params, self.eos_token_ids, prompt,
-                          max_model_len=self.scheduler_config.max_model_len)
+        request = Request(
+            str(next(self._request_counter)),
+            token_ids,
+            params,
+            self.eos_token_ids,
+            prompt,
+            max_model_len=self.scheduler_config.max_model_len,
+        )
         if params.seed is not None:
             request.generator = make_generator(params.seed, self.device)
         self.scheduler.add_request(request)
@@ -255,7 +296,9 @@ class LLMEngine:
     def _begin_record(self) -> StepRecord:
         sched = self.scheduler
         record = StepRecord(len(self.step_records), self.scheduler_config.max_num_batched_tokens)
-        record.num_computed_before = {r.request_id: r.num_computed_tokens for r in [*sched.running, *sched.waiting]}
+        record.num_computed_before = {
+            r.request_id: r.num_computed_tokens for r in [*sched.running, *sched.waiting]
+        }
         self.model_runner.step_record = record
         return record
 
@@ -267,16 +310,23 @@ class LLMEngine:
         record.waiting = [r.request_id for r in self.scheduler.waiting]
         record.block_tables = {r.request_id: list(b) for r, b in zip(reqs, block_table)}
         record.num_computed_scheduled = {
-            r.request_id: record.num_computed_before.get(r.request_id, 0) + so.num_scheduled_tokens[r.request_id]
+            r.request_id: record.num_computed_before.get(r.request_id, 0)
+            + so.num_scheduled_tokens[r.request_id]
             for r in reqs
         }
         record.num_computed_after = {r.request_id: r.num_computed_tokens for r in reqs}
         record.chunked_prefills = [
-            r.request_id for r, out in zip(reqs, runner_output.sampled_token_ids) if not out and not r.is_finished
+            r.request_id
+            for r, out in zip(reqs, runner_output.sampled_token_ids)
+            if not out and not r.is_finished
         ]
-        record.sampled_token_ids = {r.request_id: list(t) for r, t in zip(reqs, runner_output.sampled_token_ids)}
+        record.sampled_token_ids = {
+            r.request_id: list(t) for r, t in zip(reqs, runner_output.sampled_token_ids)
+        }
         if runner_output.spec_token_ids is not None:
-            record.spec_token_ids = {r.request_id: list(t) for r, t in zip(reqs, runner_output.spec_token_ids)}
+            record.spec_token_ids = {
+                r.request_id: list(t) for r, t in zip(reqs, runner_output.spec_token_ids)
+            }
         record.finished = [r.request_id for r in finished]
         self.model_runner.step_record = None
         self.step_records.append(record)

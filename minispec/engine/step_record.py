@@ -26,12 +26,16 @@ class StepRecord:
     token_budget: int  # max_num_batched_tokens
     num_scheduled_tokens: dict[str, int] = field(default_factory=dict)  # request_id -> tokens this step
     scheduled_spec_decode_tokens: dict[str, list[int]] = field(default_factory=dict)  # drafts verified
-    chunked_prefills: list[str] = field(default_factory=list)  # requests whose prompt is not done after this step
+    chunked_prefills: list[str] = field(
+        default_factory=list
+    )  # requests whose prompt is not done after this step
     preempted: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # still waiting after scheduling
     num_computed_before: dict[str, int] = field(default_factory=dict)  # at the start of the step
     num_computed_scheduled: dict[str, int] = field(default_factory=dict)  # after scheduling (advanced)
-    num_computed_after: dict[str, int] = field(default_factory=dict)  # after the update (rejections rolled back)
+    num_computed_after: dict[str, int] = field(
+        default_factory=dict
+    )  # after the update (rejections rolled back)
     block_tables: dict[str, list[int]] = field(default_factory=dict)
     # the flattened batch, in batch order (numpy, on the host)
     req_ids: list[str] = field(default_factory=list)

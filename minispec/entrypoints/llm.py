@@ -22,9 +22,17 @@ from minispec.engine.llm_engine import LLMEngine
 from minispec.outputs import RequestOutput
 from minispec.sampling_params import SamplingParams
 
-PromptType = str | dict[str, Any]  # text, {"prompt_token_ids": [...]} (and optional "prompt"), {"prompt": text}
+PromptType = (
+    str | dict[str, Any]
+)  # text, {"prompt_token_ids": [...]} (and optional "prompt"), {"prompt": text}
 PROMPT_KEYS = ("prompt", "prompt_token_ids")
-ENGINE_KWARGS = ("max_num_batched_tokens", "block_size", "num_kv_blocks", "enforce_eager", "compilation_config")
+ENGINE_KWARGS = (
+    "max_num_batched_tokens",
+    "block_size",
+    "num_kv_blocks",
+    "enforce_eager",
+    "compilation_config",
+)
 
 
 class LLM:
@@ -42,7 +50,9 @@ class LLM:
     ):
         unknown = sorted(set(engine_kwargs) - set(ENGINE_KWARGS))
         if unknown:
-            raise TypeError(f"LLM() got unknown arguments {unknown}; the engine also takes {list(ENGINE_KWARGS)}")
+            raise TypeError(
+                f"LLM() got unknown arguments {unknown}; the engine also takes {list(ENGINE_KWARGS)}"
+            )
         self.llm_engine = LLMEngine(
             model,
             tokenizer=tokenizer,
@@ -96,7 +106,9 @@ class LLM:
             with tqdm(total=len(prompt_list), desc="Processed prompts", disable=not use_tqdm) as bar:
                 while any(r is None for r in results):
                     for output in engine.step():
-                        if output.request_id in order:  # (requests queued on the engine directly are not ours)
+                        if (
+                            output.request_id in order
+                        ):  # (requests queued on the engine directly are not ours)
                             results[order[output.request_id]] = output
                             bar.update(1)
         except BaseException:

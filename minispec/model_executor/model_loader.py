@@ -41,14 +41,17 @@ def resolve_model_path(model, param: str = "model", need_config: bool = True) ->
     model = check_path(param, model)
     path = Path(zoo.path(model.removeprefix("zoo:")) if model.startswith("zoo:") else model)
     if not path.is_dir():
-        raise ValueError(f"{param}={model!r} is not a folder; pass a Hugging Face model folder or 'zoo:<name>'")
+        raise ValueError(
+            f"{param}={model!r} is not a folder; pass a Hugging Face model folder or 'zoo:<name>'"
+        )
     if need_config and not (path / "config.json").is_file():
         raise ValueError(f"{param}={model!r} has no config.json; a Hugging Face model folder needs one")
     return path
 
 
-def resolve_dtype(dtype: str | torch.dtype, hf_config: dict | None = None,
-                  device: str | torch.device = "cpu") -> torch.dtype:
+def resolve_dtype(
+    dtype: str | torch.dtype, hf_config: dict | None = None, device: str | torch.device = "cpu"
+) -> torch.dtype:
     """A torch dtype from "float32" / "bfloat16" / "float16", a torch.dtype, or "auto" (vLLM's default).
 
     "auto" follows vLLM v0.32.0 (`_get_and_verify_dtype` in vllm/config/model.py): the checkpoint's
@@ -59,7 +62,9 @@ def resolve_dtype(dtype: str | torch.dtype, hf_config: dict | None = None,
             return dtype
         raise ValueError(f"dtype={dtype!r} is not supported; choose 'auto' or one of {sorted(DTYPES)}")
     if not isinstance(dtype, str):
-        raise TypeError(f"dtype={dtype!r} must be a str, 'auto' or one of {sorted(DTYPES)} (or that torch.dtype)")
+        raise TypeError(
+            f"dtype={dtype!r} must be a str, 'auto' or one of {sorted(DTYPES)} (or that torch.dtype)"
+        )
     if dtype == "auto":
         return _auto_dtype(hf_config or {}, torch.device(device))
     if dtype not in DTYPES:
@@ -150,8 +155,11 @@ def check_kind(path: Path, expected: str, param: str, model) -> None:
     if kind in ("unknown", expected):
         return
     what, method = KINDS[kind]
-    hint = (f"pass it as speculative_config={{'method': {method!r}, 'model': {model!r}, ...}}"
-            if method != "draft_model" else "use it as model=, or with method='draft_model'")
+    hint = (
+        f"pass it as speculative_config={{'method': {method!r}, 'model': {model!r}, ...}}"
+        if method != "draft_model"
+        else "use it as model=, or with method='draft_model'"
+    )
     raise ValueError(f"{param}={model!r} holds {what}, not {KINDS[expected][0]}; {hint}")
 
 
@@ -166,8 +174,10 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
         try:
             weights.update(load_file(path / name))
         except Exception as e:  # noqa: BLE001 - SafetensorError, OSError, ...: all mean an unusable file
-            raise ValueError(f"{path / name} is not a readable safetensors file (truncated or corrupt?): "
-                             f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
+            raise ValueError(
+                f"{path / name} is not a readable safetensors file (truncated or corrupt?): "
+                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            ) from e
     return weights
 
 
@@ -192,12 +202,16 @@ def _check_size(path: Path, cfg: LlamaArchConfig, param: str, model) -> None:
         return  # load_weights says there are none
     expected = _num_params_on_meta(cfg)
     if expected > 2 * stored + 1024:
-        raise ValueError(f"{param}={model!r}: {path}/config.json describes a model of {expected:,} parameters "
-                         f"but its safetensors files hold {stored:,} values; config.json and the weights disagree")
+        raise ValueError(
+            f"{param}={model!r}: {path}/config.json describes a model of {expected:,} parameters "
+            f"but its safetensors files hold {stored:,} values; config.json and the weights disagree"
+        )
 
 
 def get_model(
-    model: str | Path, dtype: str | torch.dtype = "float32", device: str | torch.device = "cpu",
+    model: str | Path,
+    dtype: str | torch.dtype = "float32",
+    device: str | torch.device = "cpu",
     param: str = "model",
 ) -> LlamaForCausalLM:
     """Build the decoder described by `model`/config.json and load its weights (dtype "auto": vLLM's rule,

@@ -148,8 +148,10 @@ class SamplingMetadata:
             torch.ones(len(rows), dtype=torch.bool) if temperature is None else temperature < _SAMPLING_EPS
         )
         all_greedy = bool(is_greedy.all())
-        freq, pres, rep = pick(self.frequency_penalties), pick(self.presence_penalties), pick(
-            self.repetition_penalties
+        freq, pres, rep = (
+            pick(self.frequency_penalties),
+            pick(self.presence_penalties),
+            pick(self.repetition_penalties),
         )
         no_penalties = self.no_penalties or not bool(((freq != 0) | (pres != 0) | (rep != 1)).any())
         logit_bias = None

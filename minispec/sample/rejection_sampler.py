@@ -85,7 +85,9 @@ class RejectionSampler(nn.Module):
         if md.spec_token_ids is None:
             md = replace(md, spec_token_ids=metadata.split_draft_token_ids())
         bonus_token_ids = self.sampler(
-            logits[metadata.bonus_logits_indices], replace(md, max_num_logprobs=None), predict_bonus_token=True
+            logits[metadata.bonus_logits_indices],
+            replace(md, max_num_logprobs=None),
+            predict_bonus_token=True,
         ).sampled_token_ids  # [B, 1]
         # float32 copy: the processors below must not edit the caller's tensor.
         target_logits = logits[metadata.target_logits_indices].to(torch.float32, copy=True)
@@ -106,7 +108,9 @@ class RejectionSampler(nn.Module):
         )
         logprobs_tensors = None
         if md.max_num_logprobs is not None:
-            logprobs_tensors = self._get_logprobs_tensors(md.max_num_logprobs, metadata, logits, output_token_ids)
+            logprobs_tensors = self._get_logprobs_tensors(
+                md.max_num_logprobs, metadata, logits, output_token_ids
+            )
         return SamplerOutput(sampled_token_ids=output_token_ids, logprobs_tensors=logprobs_tensors)
 
     @staticmethod

@@ -90,7 +90,9 @@ class TypicalAcceptanceSampler(nn.Module):
         if md.spec_token_ids is None:
             md = replace(md, spec_token_ids=metadata.split_draft_token_ids())
         bonus_token_ids = self.sampler(
-            logits[metadata.bonus_logits_indices], replace(md, max_num_logprobs=None), predict_bonus_token=True
+            logits[metadata.bonus_logits_indices],
+            replace(md, max_num_logprobs=None),
+            predict_bonus_token=True,
         ).sampled_token_ids  # [B, 1]
         target = logits[metadata.target_logits_indices].to(torch.float32, copy=True)
         target = RejectionSampler.apply_logits_processors(target, md, metadata)  # [num_draft_tokens, V]
@@ -127,7 +129,9 @@ class TypicalAcceptanceSampler(nn.Module):
         out = out.to(device)
         logprobs_tensors = None
         if md.max_num_logprobs is not None:
-            logprobs_tensors = RejectionSampler._get_logprobs_tensors(md.max_num_logprobs, metadata, logits, out)
+            logprobs_tensors = RejectionSampler._get_logprobs_tensors(
+                md.max_num_logprobs, metadata, logits, out
+            )
         return SamplerOutput(sampled_token_ids=out, logprobs_tensors=logprobs_tensors)
 
     def accept_tree(
@@ -141,7 +145,9 @@ class TypicalAcceptanceSampler(nn.Module):
         passed (Medusa keeps the longest accepted candidate path), 0 when none did. `node_logits` come from
         `Sampler.process_logits`, so a greedy request's argmax already counts bias and penalties."""
         n = len(node_tokens)
-        parent_logits = node_logits[torch.tensor(tree.parents[1 : n + 1], device=node_logits.device)]  # [n, V]
+        parent_logits = node_logits[
+            torch.tensor(tree.parents[1 : n + 1], device=node_logits.device)
+        ]  # [n, V]
         is_greedy = torch.full((n,), greedy, device=node_logits.device)
         probs = target_probs_for_acceptance(parent_logits, is_greedy, None if greedy else parent_logits)
         tokens = torch.tensor(node_tokens, device=probs.device)

@@ -90,14 +90,23 @@ class DraftModelProposer:
     """
 
     def __init__(
-        self, model: LlamaForCausalLM, kv_caches: list[torch.Tensor],
-        kv_cache_manager: KVCacheManager, k: int, max_model_len: int, draft_sample_method: str = "greedy",
+        self,
+        model: LlamaForCausalLM,
+        kv_caches: list[torch.Tensor],
+        kv_cache_manager: KVCacheManager,
+        k: int,
+        max_model_len: int,
+        draft_sample_method: str = "greedy",
     ):
         if draft_sample_method not in DRAFT_SAMPLE_METHODS:
-            raise ValueError(f"draft_sample_method={draft_sample_method!r}: choose one of {list(DRAFT_SAMPLE_METHODS)}")
+            raise ValueError(
+                f"draft_sample_method={draft_sample_method!r}: choose one of {list(DRAFT_SAMPLE_METHODS)}"
+            )
         self.draft_sample_method = draft_sample_method
         self.model = model
-        self.kv_caches = kv_caches  # the draft model's own paged cache, one [2, slots, Hkv, D] tensor per layer
+        self.kv_caches = (
+            kv_caches  # the draft model's own paged cache, one [2, slots, Hkv, D] tensor per layer
+        )
         self.kv_cache_manager = kv_cache_manager
         self.block_size = kv_cache_manager.block_size
         self.device = kv_caches[0][0].device
@@ -176,7 +185,9 @@ class DraftModelProposer:
             state.num_computed_tokens = state.num_tokens - 1  # every draft but the last was fed back
             drafts[rows[j]] = ids[:budget]
             if probs and not is_greedy[j]:
-                self.draft_probs[state.request_id] = torch.stack([p[j] for p in probs[:budget]])  # [budget, V]
+                self.draft_probs[state.request_id] = torch.stack(
+                    [p[j] for p in probs[:budget]]
+                )  # [budget, V]
             else:
                 self.draft_probs.pop(state.request_id, None)
         return drafts
@@ -190,9 +201,16 @@ class DraftModelProposer:
         lens = [s.num_tokens for s in states]  # the draft at step t sits at position lens[b] + t
         # step 0: every uncached token of every request, causally, in one forward
         query_lens = [n - c for n, c in zip(lens, context)]
-        input_ids = torch.tensor([t for s, c in zip(states, context) for t in s.all_token_ids[c:]], device=dev)
-        if (depth > 1 and md is GREEDY and min(budgets) == depth and self.unroll_greedy_steps
-                and getattr(self.model, "is_compiled", False)):
+        input_ids = torch.tensor(
+            [t for s, c in zip(states, context) for t in s.all_token_ids[c:]], device=dev
+        )
+        if (
+            depth > 1
+            and md is GREEDY
+            and min(budgets) == depth
+            and self.unroll_greedy_steps
+            and getattr(self.model, "is_compiled", False)
+        ):
             # the whole call, every step's logits and argmax included, as one compiled graph
             if num_reqs == 1 and self.metadata_in_graph:  # its metadata built inside the graph too
                 (block_ids,) = to_device(dev, block_table[0])
@@ -200,11 +218,15 @@ class DraftModelProposer:
                 return compiled(input_ids, block_ids, context[0], depth), [], [True]
             steps = DecodeSteps.build(block_table, lens, budgets, self.block_size, dev)
             meta, last = self._first_pass_metadata(block_table, context, query_lens)
-            token_ids = self._greedy_steps_compiled("one row" if num_reqs == 1 else "batch")(input_ids, meta, last, steps)
+            token_ids = self._greedy_steps_compiled("one row" if num_reqs == 1 else "batch")(
+                input_ids, meta, last, steps
+            )
             return token_ids, [], [True] * num_reqs
         meta, last = self._first_pass_metadata(block_table, context, query_lens)
         hidden = self.model(input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
-        ids, p, is_greedy = sample_draft_token_ids(self.model.compute_logits(hidden[last]), md, self.draft_sample_method)
+        ids, p, is_greedy = sample_draft_token_ids(
+            self.model.compute_logits(hidden[last]), md, self.draft_sample_method
+        )
         token_ids = torch.zeros(num_reqs, depth, dtype=torch.long, device=dev)  # [B, depth]
         token_ids[:, 0] = ids
         probs = [] if p is None else [p]
@@ -215,7 +237,9 @@ class DraftModelProposer:
         rows = None  # the rows still drafting (None: all of them)
         for t in range(1, depth):
             active = [j for j, b in enumerate(budgets) if b > t]
-            if len(active) < (num_reqs if rows is None else len(rows)):  # a budget ran out (near max_model_len)
+            if len(active) < (
+                num_reqs if rows is None else len(rows)
+            ):  # a budget ran out (near max_model_len)
                 rows = torch.tensor(active, device=dev)
                 md_t = md if md is GREEDY else md.select_rows(active)
             elif rows is None:
@@ -224,7 +248,9 @@ class DraftModelProposer:
             meta_t = steps.metadata(t, rows, max(lens[j] for j in active) + t)
             positions = steps.positions[:, t - 1] if rows is None else steps.positions[rows, t - 1]
             hidden = self.model(feed, positions, self.kv_caches, meta_t).hidden_states  # [B_t, H]
-            ids, p, _ = sample_draft_token_ids(self.model.compute_logits(hidden), md_t, self.draft_sample_method)
+            ids, p, _ = sample_draft_token_ids(
+                self.model.compute_logits(hidden), md_t, self.draft_sample_method
+            )
             if rows is None:
                 token_ids[:, t] = ids
             else:
@@ -253,7 +279,9 @@ class DraftModelProposer:
         written."""
         num_tokens = num_computed_tokens + input_ids.shape[0]
         key_pos = torch.arange(num_tokens + depth - 1, device=block_ids.device)  # [S]
-        key_slots = (block_ids[key_pos // self.block_size] * self.block_size + key_pos % self.block_size)[None]  # [1, S]
+        key_slots = (block_ids[key_pos // self.block_size] * self.block_size + key_pos % self.block_size)[
+            None
+        ]  # [1, S]
         positions = key_pos[num_computed_tokens:num_tokens]  # [T]
         index = key_pos[: input_ids.shape[0]]  # [T] 0 .. T - 1
         meta = AttentionMetadata(
@@ -271,7 +299,9 @@ class DraftModelProposer:
             positions=step_positions,
             slot_mapping=key_slots[:, num_tokens:],
             key_slots=key_slots,
-            attn_mask=(key_pos < step_positions.T[..., None] + 1)[:, :, None, None, :],  # [depth - 1, 1, 1, 1, S]
+            attn_mask=(key_pos < step_positions.T[..., None] + 1)[
+                :, :, None, None, :
+            ],  # [depth - 1, 1, 1, 1, S]
             arange=key_pos[:1],
         )
         return self.greedy_steps(input_ids, meta, index[-1:], steps)
@@ -292,13 +322,17 @@ class DraftModelProposer:
         to replay."""
         # the model's own forward, not the compiled one bound to the instance: this whole call is one graph
         forward = type(self.model).forward
-        hidden = forward(self.model, input_ids, meta.slot_positions, self.kv_caches, meta).hidden_states  # [T, H]
+        hidden = forward(
+            self.model, input_ids, meta.slot_positions, self.kv_caches, meta
+        ).hidden_states  # [T, H]
         feed = self.model.compute_logits(hidden[last]).argmax(dim=-1)  # [B]
         drafts = [feed]
         span = steps.key_slots.shape[1]
         for t in range(1, steps.positions.shape[1] + 1):
             step = steps.metadata(t, None, span)
-            hidden = forward(self.model, feed, steps.positions[:, t - 1], self.kv_caches, step).hidden_states  # [B, H]
+            hidden = forward(
+                self.model, feed, steps.positions[:, t - 1], self.kv_caches, step
+            ).hidden_states  # [B, H]
             feed = self.model.compute_logits(hidden).argmax(dim=-1)  # [B]
             drafts.append(feed)
         return torch.stack(drafts, dim=1)
@@ -312,7 +346,8 @@ class DraftModelProposer:
 
             method = self.greedy_steps_one_request if kind == "one request" else self.greedy_steps
             self._compiled_greedy_steps[kind] = compile_drafting_call(
-                method, self.model, "batch" if kind == "batch" else "one row")
+                method, self.model, "batch" if kind == "batch" else "one row"
+            )
         return self._compiled_greedy_steps[kind]
 
 
@@ -329,8 +364,14 @@ class DecodeSteps:
     key_start: int | None = None  # one request's keys in consecutive slots from here (AttentionMetadata)
 
     @classmethod
-    def build(cls, block_table: np.ndarray, lens: list[int], budgets: list[int], block_size: int,
-              device: torch.device | str = "cpu") -> DecodeSteps:
+    def build(
+        cls,
+        block_table: np.ndarray,
+        lens: list[int],
+        budgets: list[int],
+        block_size: int,
+        device: torch.device | str = "cpu",
+    ) -> DecodeSteps:
         """From the host's block table [B, max_blocks] with numpy (cheaper than tensor ops right after a forward,
         as `causal_metadata`), moved to `device` once."""
         num_reqs, depth = len(lens), max(budgets)
@@ -341,17 +382,32 @@ class DecodeSteps:
         key_slots = block_table[:, key_pos // block_size] * block_size + key_pos % block_size  # [B, S]
         key_slots[key_pos[None, :] >= last[:, None]] = 0
         positions = base[:, None] + np.arange(depth - 1)[None, :]  # [B, depth - 1]
-        slot_mapping = np.take_along_axis(key_slots, np.minimum(positions, span - 1), axis=1)  # [B, depth - 1]
+        slot_mapping = np.take_along_axis(
+            key_slots, np.minimum(positions, span - 1), axis=1
+        )  # [B, depth - 1]
         attn_mask = key_pos[None, None, :] < (positions + 1).T[:, :, None]  # [depth - 1, B, S]
-        return cls(*to_device(device, positions, slot_mapping, key_slots, attn_mask[:, :, None, None, :],
-                              np.arange(num_reqs)), consecutive_key_start(block_table, span, block_size))
+        return cls(
+            *to_device(
+                device,
+                positions,
+                slot_mapping,
+                key_slots,
+                attn_mask[:, :, None, None, :],
+                np.arange(num_reqs),
+            ),
+            consecutive_key_start(block_table, span, block_size),
+        )
 
     def metadata(self, t: int, rows: torch.Tensor | None, max_seq_len: int) -> AttentionMetadata:
         """Step t's metadata for the rows still drafting (None: all), keys cut to the longest of them."""
         if rows is None:
             slots, keys, mask = self.slot_mapping[:, t - 1], self.key_slots, self.attn_mask[t - 1]
         else:
-            slots, keys, mask = self.slot_mapping[rows, t - 1], self.key_slots[rows], self.attn_mask[t - 1][rows]
+            slots, keys, mask = (
+                self.slot_mapping[rows, t - 1],
+                self.key_slots[rows],
+                self.attn_mask[t - 1][rows],
+            )
         index = self.arange[: slots.shape[0]]
         return AttentionMetadata(
             num_tokens=slots.shape[0],

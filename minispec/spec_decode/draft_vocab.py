@@ -41,8 +41,10 @@ def read_token_counts(folder: str | Path, vocab_size: int) -> np.ndarray:
     """The per-token counts [vocab_size] of `folder`/token_counts.json; ValueError when missing or malformed."""
     path = Path(folder) / TOKEN_COUNTS_FILE
     if not path.is_file():
-        raise ValueError(f"draft_vocab_size needs token frequencies: {path} does not exist (write one with "
-                         "`python -m minispec.zoo.token_counts --folders FOLDER`)")
+        raise ValueError(
+            f"draft_vocab_size needs token frequencies: {path} does not exist (write one with "
+            "`python -m minispec.zoo.token_counts --folders FOLDER`)"
+        )
     try:
         counts = json.loads(path.read_text())["counts"]
     except (json.JSONDecodeError, KeyError, TypeError) as e:
@@ -51,7 +53,9 @@ def read_token_counts(folder: str | Path, vocab_size: int) -> np.ndarray:
     if not isinstance(counts, list) or len(counts) != vocab_size:
         got = f"{len(counts)} entries" if isinstance(counts, list) else type(counts).__name__
         raise ValueError(f"{path}: 'counts' must be {allowed}; got {got}")
-    bad = next((i for i, c in enumerate(counts) if not isinstance(c, int) or isinstance(c, bool) or c < 0), None)
+    bad = next(
+        (i for i, c in enumerate(counts) if not isinstance(c, int) or isinstance(c, bool) or c < 0), None
+    )
     if bad is not None:
         raise ValueError(f"{path}: 'counts' must be {allowed}; entry {bad} is {counts[bad]!r}")
     return np.asarray(counts, dtype=np.int64)
@@ -61,8 +65,10 @@ def write_token_counts(folder: str | Path, counts: np.ndarray, source: str) -> P
     """Write `folder`/token_counts.json from per-token-id counts (integers >= 0); returns its path."""
     array = np.asarray(counts)
     if array.ndim != 1 or array.dtype.kind not in "iu" or (array < 0).any():
-        raise ValueError(f"counts must be a 1-D array of integers >= 0, one per token id; got dtype {array.dtype}, "
-                         f"shape {array.shape}")
+        raise ValueError(
+            f"counts must be a 1-D array of integers >= 0, one per token id; got dtype {array.dtype}, "
+            f"shape {array.shape}"
+        )
     path = Path(folder) / TOKEN_COUNTS_FILE
     path.write_text(json.dumps({"source": source, "counts": [int(c) for c in counts]}) + "\n")
     return path
@@ -71,5 +77,7 @@ def write_token_counts(folder: str | Path, counts: np.ndarray, source: str) -> P
 def draft_vocab_of(folder: str | Path, vocab_size: int, draft_vocab_size: int) -> torch.Tensor:
     """The draft vocabulary (target ids, ascending) of `draft_vocab_size` tokens from the folder's counts."""
     if draft_vocab_size > vocab_size:
-        raise ValueError(f"draft_vocab_size={draft_vocab_size} must be <= the target's vocab_size={vocab_size}")
+        raise ValueError(
+            f"draft_vocab_size={draft_vocab_size} must be <= the target's vocab_size={vocab_size}"
+        )
     return frequency_ranked(read_token_counts(folder, vocab_size), draft_vocab_size).sort().values

@@ -136,7 +136,9 @@ class DraftKeys:
     of which its mask keeps only its ancestors and itself. Eager depths build them for the slots written so far;
     the one graph of a compiled head builds them once per call for the whole run region."""
 
-    key_slots: torch.Tensor  # [B, S] cache slots of entries 0 .. S - 1, S = max committed + R (0 past a row's own)
+    key_slots: (
+        torch.Tensor
+    )  # [B, S] cache slots of entries 0 .. S - 1, S = max committed + R (0 past a row's own)
     committed_keys: torch.Tensor  # [B, S] bool: a committed entry, which every query sees
     run: torch.Tensor  # [B, S] an entry's run slot, clamped to 0 .. R - 1
     in_run: torch.Tensor  # [B, S] bool: an entry of the run region
@@ -181,11 +183,16 @@ class EagleProposer(TreeDrafting):
         self.device = kv_caches[0][0].device
         # a compiled head drafts each EAGLE-2 tree, and each greedy chain (a tree of top_k 1), in one graph
         self.one_graph = True
-        self.last_query_only = True  # the first pass computes past its keys and values only at each last entry
+        self.last_query_only = (
+            True  # the first pass computes past its keys and values only at each last entry
+        )
         self.metadata_in_graph = True  # and, for one request, the one graph builds the call's metadata itself
-        self.aot_compile = True  # and, on a CPU, that graph is compiled ahead of time (minispec/compilation/aot.py)
-        self.greedy_chain = DynamicTreeConfig(k + 1, k - 1, 1) if tree is None and dynamic_tree is None and k > 1 \
-            else None
+        self.aot_compile = (
+            True  # and, on a CPU, that graph is compiled ahead of time (minispec/compilation/aot.py)
+        )
+        self.greedy_chain = (
+            DynamicTreeConfig(k + 1, k - 1, 1) if tree is None and dynamic_tree is None and k > 1 else None
+        )
         # one row per product (a chain of one request) or not -> _grow_tree_in_graph compiled, at its first call
         self._compiled_grow_tree: dict[str, Callable] = {}
         if tree is not None:
@@ -211,10 +218,20 @@ class EagleProposer(TreeDrafting):
             raise ValueError(f"speculative_config model={spec.model!r}: {e}") from e
         if spec.draft_vocab_size is not None:  # FR-Spec: the head scores only the most frequent tokens
             draft.set_draft_vocab(draft_vocab_of(path, draft.config.vocab_size, spec.draft_vocab_size))
-        check_tree_ranks(spec, draft.draft_vocab_size)  # the whole vocabulary unless FR-Spec or EAGLE-3 narrow it
+        check_tree_ranks(
+            spec, draft.draft_vocab_size
+        )  # the whole vocabulary unless FR-Spec or EAGLE-3 narrow it
         num_blocks, block_size = target_runner.num_blocks, target_runner.block_size
-        caches = allocate_kv_caches(1, draft.config.num_key_value_heads, draft.config.head_dim, num_blocks,
-                                    block_size, dtype, device, "the EAGLE head's KV cache")
+        caches = allocate_kv_caches(
+            1,
+            draft.config.num_key_value_heads,
+            draft.config.head_dim,
+            num_blocks,
+            block_size,
+            dtype,
+            device,
+            "the EAGLE head's KV cache",
+        )
         return cls(
             draft,
             caches,
@@ -313,7 +330,9 @@ class EagleProposer(TreeDrafting):
         if self.is_tree:
             trees = self._draft_tree(batch, histories)
         else:
-            md = sampling_metadata.select_rows(rows) if self.draft_sample_method == "probabilistic" else GREEDY
+            md = (
+                sampling_metadata.select_rows(rows) if self.draft_sample_method == "probabilistic" else GREEDY
+            )
             trees = self._draft_chain(batch, histories, md)
         for i, state, tree in zip(rows, states, trees):
             self.last_trees[state.request_id] = tree
@@ -351,13 +370,24 @@ class EagleProposer(TreeDrafting):
         builds one request's itself (`_one_request_inputs`)."""
         dev = self.device
         query_lens = [n - c for c, n in zip(batch.context, batch.committed)]  # [B]
-        meta = causal_metadata(batch.block_table, batch.context, query_lens, self.block_size, dev,
-                               last_query_only=self.last_query_only)
+        meta = causal_metadata(
+            batch.block_table,
+            batch.context,
+            query_lens,
+            self.block_size,
+            dev,
+            last_query_only=self.last_query_only,
+        )
         last = torch.tensor(list(itertools.accumulate(query_lens)), device=dev) - 1  # [B]
         return FirstPass(batch.input_ids, meta.slot_positions, batch.features, meta, last)
 
-    def _one_request_inputs(self, input_ids: torch.Tensor, features: torch.Tensor, block_ids: torch.Tensor,
-                            num_computed_tokens: int) -> tuple[FirstPass, DraftKeys]:
+    def _one_request_inputs(
+        self,
+        input_ids: torch.Tensor,
+        features: torch.Tensor,
+        block_ids: torch.Tensor,
+        num_computed_tokens: int,
+    ) -> tuple[FirstPass, DraftKeys]:
         """`_first_inputs` and `_draft_keys(batch, max_nodes_run)` for one request, built with tensor ops from its
         block ids inside the one graph of a compiled head, as the draft model's `greedy_steps_one_request`: built on
         the host right after the target's forward, they cost 0.2 ms a call (docs/benchmarks.md). The new entries
@@ -398,8 +428,12 @@ class EagleProposer(TreeDrafting):
         `forward`: the draft's own forward (not the compiled one), inside the one graph of a compiled head."""
         forward = forward or self.draft
         if self.last_query_only:  # the other entries only write their keys and values
-            return forward(first.input_ids, first.positions, first.features, self.kv_caches, first.meta, first.last)
-        out, feed = forward(first.input_ids, first.positions, first.features, self.kv_caches, first.meta)  # [T, H]
+            return forward(
+                first.input_ids, first.positions, first.features, self.kv_caches, first.meta, first.last
+            )
+        out, feed = forward(
+            first.input_ids, first.positions, first.features, self.kv_caches, first.meta
+        )  # [T, H]
         return out[first.last], feed[first.last]
 
     # ---- one forward over a depth's nodes, every request at once ------------------------------------------
@@ -468,20 +502,26 @@ class EagleProposer(TreeDrafting):
         num_reqs, dev = len(batch.states), self.device
         if md is GREEDY and self.greedy_chain is not None and self.in_one_graph:
             tokens, _, scores, *_ = self._draft_in_graph(batch, chain=True)  # [B, k] each
-            return [DraftTree(h[-1], t, list(range(-1, self.k)), sc)
-                    for h, t, sc in zip(histories, tokens.tolist(), scores.tolist())]
+            return [
+                DraftTree(h[-1], t, list(range(-1, self.k)), sc)
+                for h, t, sc in zip(histories, tokens.tolist(), scores.tolist())
+            ]
         draft_ids: list[torch.Tensor] = []  # per depth [B] draft ids
         logits_per_depth: list[torch.Tensor] = []  # per depth [B, draft vocab]
         probs: list[torch.Tensor] = []  # per depth [B, draft vocab], when random rows sample their drafts
         out, feed = self._run_first_pass(self._first_inputs(batch))  # [B, H] each
         committed = batch.committed
         longest = max(committed)
-        steps = None if self.k == 1 else DecodeSteps.build(
-            batch.block_table, committed, [self.k] * num_reqs, self.block_size, dev
+        steps = (
+            None
+            if self.k == 1
+            else DecodeSteps.build(batch.block_table, committed, [self.k] * num_reqs, self.block_size, dev)
         )
         for step in range(self.k):
             logits = self.draft.compute_logits(out).float()  # [B, draft vocab]
-            ids, p, is_greedy = sample_draft_token_ids(logits, md)  # [B]; is_greedy is the same at every depth
+            ids, p, is_greedy = sample_draft_token_ids(
+                logits, md
+            )  # [B]; is_greedy is the same at every depth
             draft_ids.append(ids)
             logits_per_depth.append(logits)
             if p is not None:
@@ -489,11 +529,14 @@ class EagleProposer(TreeDrafting):
             if step == self.k - 1:
                 break
             meta = steps.metadata(step + 1, None, longest + step + 1)
-            out, feed = self.draft(self.draft.draft_to_target(ids), steps.positions[:, step], feed, self.kv_caches,
-                                   meta)
+            out, feed = self.draft(
+                self.draft.draft_to_target(ids), steps.positions[:, step], feed, self.kv_caches, meta
+            )
         # every depth's score at once, after the loop: one log_softmax instead of one per depth
         ids = torch.stack(draft_ids, dim=1)  # [B, k]
-        logp = torch.stack(logits_per_depth, dim=1).log_softmax(dim=-1).gather(2, ids[..., None])[..., 0]  # [B, k]
+        logp = (
+            torch.stack(logits_per_depth, dim=1).log_softmax(dim=-1).gather(2, ids[..., None])[..., 0]
+        )  # [B, k]
         tokens, scores = self.draft.draft_to_target(ids), logp.cumsum(dim=1)  # [B, k] each
         trees = []
         tokens_l, scores_l = tokens.tolist(), scores.tolist()
@@ -507,6 +550,13 @@ class EagleProposer(TreeDrafting):
 
 
 __all__ = [
-    "DraftBatch", "DraftKeys", "DraftTree", "DynamicTreeConfig", "EagleProposer", "EagleState", "FirstPass",
-    "TreeExpansion", "target_features",
+    "DraftBatch",
+    "DraftKeys",
+    "DraftTree",
+    "DynamicTreeConfig",
+    "EagleProposer",
+    "EagleState",
+    "FirstPass",
+    "TreeExpansion",
+    "target_features",
 ]

@@ -123,11 +123,15 @@ def best_in_creation_order(scores: torch.Tensor, k: int) -> torch.Tensor:
     rank = ((s_j > s_i) | ((s_j == s_i) & earlier)).sum(-1)  # [B, M] place in the stable descending order
     kept = rank < k  # [B, M]: k per row
     place = (kept[:, None, :] & earlier).sum(-1)  # [B, M] kept columns before each column
-    hit = kept[:, None, :] & (place[:, None, :] == torch.arange(k, device=scores.device)[None, :, None])  # [B, k, M]
+    hit = kept[:, None, :] & (
+        place[:, None, :] == torch.arange(k, device=scores.device)[None, :, None]
+    )  # [B, k, M]
     return (hit * col).sum(-1)  # [B, k]
 
 
-def pruned_trees(kept: torch.Tensor, kept_scores: torch.Tensor, histories) -> tuple[list[DraftTree], list[list[int]]]:
+def pruned_trees(
+    kept: torch.Tensor, kept_scores: torch.Tensor, histories
+) -> tuple[list[DraftTree], list[list[int]]]:
     """`TreeDrafting._keep_best`'s trees and kept nodes from `prune`'s tensors: one copy to the host, no sorting
     there."""
     trees, keeps = [], []
@@ -144,7 +148,9 @@ class TreeDrafting:
     def _init_static_tree(self, tree: SpecTree) -> None:
         """Index arrays of a static tree: per depth, the nodes that run and where each node's token comes from."""
         self._static_width = 1 + max(path[-1] for path in tree.paths)
-        by_depth = [[u for u in range(1, tree.num_nodes + 1) if tree.depths[u] == d] for d in range(tree.depth + 1)]
+        by_depth = [
+            [u for u in range(1, tree.num_nodes + 1) if tree.depths[u] == d] for d in range(tree.depth + 1)
+        ]
         self._static_run_nodes = [[u for u in nodes if tree.children(u)] for nodes in by_depth[1:]]
         run_slot, slot = {}, 0
         for nodes in self._static_run_nodes:
@@ -163,9 +169,9 @@ class TreeDrafting:
         self._static_sources = []
         for d, nodes in enumerate(by_depth[1:]):
             parents_run = self._static_run_nodes[d - 1] if d > 0 else []
-            self._static_sources.append([
-                (parents_run.index(tree.parents[u]) if d > 0 else -1, tree.paths[u - 1][-1]) for u in nodes
-            ])
+            self._static_sources.append(
+                [(parents_run.index(tree.parents[u]) if d > 0 else -1, tree.paths[u - 1][-1]) for u in nodes]
+            )
 
     def _draft_static_tree(self, batch, histories) -> list[DraftTree]:
         tree, width, dev = self.tree, self._static_width, self.device
@@ -183,7 +189,9 @@ class TreeDrafting:
                 scores[:, node : node + len(sources)] = values[:, ranks]
             else:
                 q = torch.tensor([p for p, _ in sources], device=dev)
-                parents = torch.tensor([tree.parents[u] for u in range(node, node + len(sources))], device=dev)
+                parents = torch.tensor(
+                    [tree.parents[u] for u in range(node, node + len(sources))], device=dev
+                )
                 tokens[:, node : node + len(sources)] = ids[:, q, ranks]
                 scores[:, node : node + len(sources)] = scores[:, parents] + values[:, q, ranks]
             node += len(sources)
@@ -201,7 +209,9 @@ class TreeDrafting:
                 feeds[u] = feed[:, q]
             values, ids = _top_children(self, out, width)  # [B, Q, W]
         tokens_l, scores_l = tokens[:, 1:].tolist(), scores[:, 1:].tolist()
-        return [DraftTree(h[-1], tokens_l[b], list(tree.parents), scores_l[b]) for b, h in enumerate(histories)]
+        return [
+            DraftTree(h[-1], tokens_l[b], list(tree.parents), scores_l[b]) for b, h in enumerate(histories)
+        ]
 
     # ---- dynamic trees (EAGLE-2) --------------------------------------------------------------------
     def _draft_tree(self, batch, histories) -> list[DraftTree]:
@@ -211,22 +221,30 @@ class TreeDrafting:
             tokens, parents, scores, frontiers, kept, kept_scores = self._draft_in_graph(batch, chain=False)
             trees, keep = pruned_trees(kept, kept_scores, histories)
         else:
+
             def run_depth(tokens, hidden, depth, first, seen):  # the keys written so far, rebuilt per depth
                 num_run = first + tokens.shape[1]
-                return self._run_depth(self._draft_keys(batch, num_run), tokens, hidden, depth, first,
-                                       seen[:, :, :num_run])
+                return self._run_depth(
+                    self._draft_keys(batch, num_run), tokens, hidden, depth, first, seen[:, :, :num_run]
+                )
 
             root = self._run_first_pass(self._first_inputs(batch))  # outputs, fed-back states [B, H]
             tokens, parents, scores, frontiers = self._grow_tree(*root, run_depth, self.dynamic_tree)
             trees, keep = self._keep_best(tokens, parents, scores, histories)
         if self.tree_log is not None:
             cfg = self.dynamic_tree
-            depths = torch.cat([torch.ones(cfg.top_k, dtype=torch.long)] + [
-                torch.full((cfg.top_k**2,), d + 2, dtype=torch.long) for d in range(cfg.depth)]).tolist()
+            depths = torch.cat(
+                [torch.ones(cfg.top_k, dtype=torch.long)]
+                + [torch.full((cfg.top_k**2,), d + 2, dtype=torch.long) for d in range(cfg.depth)]
+            ).tolist()
             for b, tree in enumerate(trees):
                 tree.expansion = TreeExpansion(
-                    tokens[b].tolist(), parents[b].tolist(), scores[b].tolist(), depths,
-                    [f[b].tolist() for f in frontiers], keep[b],
+                    tokens[b].tolist(),
+                    parents[b].tolist(),
+                    scores[b].tolist(),
+                    depths,
+                    [f[b].tolist() for f in frontiers],
+                    keep[b],
                 )
         return trees
 
@@ -283,10 +301,14 @@ class TreeDrafting:
         one_request = kind != "batch" and self.metadata_in_graph  # the graph builds its metadata itself
         if one_request:
             block_ids = torch.from_numpy(batch.block_table[0]).to(self.device)
-            if self.aot_compile and self.device.type == "cpu":  # one call into a library compiled ahead of time
+            if (
+                self.aot_compile and self.device.type == "cpu"
+            ):  # one call into a library compiled ahead of time
                 aot = self._ahead_of_time(kind, chain)
                 span = batch.context[0] + batch.input_ids.shape[0] + self.max_nodes_run
-                key_pos = self._key_positions[:span]  # [S] a view: arange costs tens of us after a target forward
+                key_pos = self._key_positions[
+                    :span
+                ]  # [S] a view: arange costs tens of us after a target forward
                 args = (batch.input_ids, batch.features, block_ids, key_pos, self.kv_caches[0])
                 if aot.accepts(*args):
                     return aot(*args)  # the frontiers stacked, [depth, 1, K]
@@ -298,14 +320,18 @@ class TreeDrafting:
             self._build_rope_tables()
             self._compiled_grow_tree[key] = compile_drafting_call(method, self.draft, kind)
         if one_request:
-            return self._compiled_grow_tree[key](batch.input_ids, batch.features, block_ids, batch.context[0], chain)
+            return self._compiled_grow_tree[key](
+                batch.input_ids, batch.features, block_ids, batch.context[0], chain
+            )
         keys = self._draft_keys(batch, self.max_nodes_run)
         return self._compiled_grow_tree[key](self._first_inputs(batch), keys, chain)
 
     def _build_rope_tables(self) -> None:
         from minispec.model_executor.models.llama import RotaryEmbedding
 
-        for module in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
+        for (
+            module
+        ) in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
             if isinstance(module, RotaryEmbedding):
                 module._table()
 
@@ -322,15 +348,24 @@ class TreeDrafting:
             max_new, kv_cache = self.max_draft_depth + 1, self.kv_caches[0]
             num_blocks = kv_cache.shape[1] // self.block_size
             span = self.max_nodes_run + max_new + 1  # the shortest key span taken: context >= 1
-            example = (torch.zeros(2, dtype=torch.long), torch.zeros(2, self.draft.config.hidden_size, dtype=self._dtype),
-                       torch.arange(min(num_blocks, 2 + span // self.block_size)), torch.arange(span + 1), kv_cache)
+            example = (
+                torch.zeros(2, dtype=torch.long),
+                torch.zeros(2, self.draft.config.hidden_size, dtype=self._dtype),
+                torch.arange(min(num_blocks, 2 + span // self.block_size)),
+                torch.arange(span + 1),
+                kv_cache,
+            )
             new, keys = ("new", 1, max_new), ("keys", span, self.max_model_len + self.max_nodes_run)
             # one longer than the longest span taken, so that a longer one, cut to it, would not be accepted
             self._key_positions = torch.arange(keys[2] + 1, device=self.device)
             dynamic = {0: {0: new}, 1: {0: new}, 2: {0: ("blocks", 1, num_blocks)}, 3: {0: keys}}
             self._compiled_grow_tree[key] = AotCompiledCall(
-                functools.partial(self._grow_tree_ahead_of_time, chain=chain), self.draft,
-                tuple(t.to(self.device) for t in example), drafting_call_options(self.draft, kind), dynamic)
+                functools.partial(self._grow_tree_ahead_of_time, chain=chain),
+                self.draft,
+                tuple(t.to(self.device) for t in example),
+                drafting_call_options(self.draft, kind),
+                dynamic,
+            )
         return self._compiled_grow_tree[key]
 
     def _grow_tree_ahead_of_time(self, input_ids, features, block_ids, key_pos, kv_cache, chain: bool):
@@ -341,7 +376,8 @@ class TreeDrafting:
         caches, self.kv_caches = self.kv_caches, [kv_cache]
         try:
             tokens, parents, scores, frontiers, *pruned = self._grow_tree_one_request(
-                input_ids, features, block_ids, num_computed_tokens, chain)
+                input_ids, features, block_ids, num_computed_tokens, chain
+            )
         finally:
             self.kv_caches = caches
         return tokens, parents, scores, torch.stack(frontiers), *pruned
@@ -349,8 +385,9 @@ class TreeDrafting:
     def _grow_tree_one_request(self, input_ids, features, block_ids, num_computed_tokens: int, chain: bool):
         """`_grow_tree_in_graph` for one request, its metadata built in the graph (`_one_request_inputs`): the host
         hands over three tensors and an int."""
-        return self._grow_tree_in_graph(*self._one_request_inputs(input_ids, features, block_ids, num_computed_tokens),
-                                        chain)
+        return self._grow_tree_in_graph(
+            *self._one_request_inputs(input_ids, features, block_ids, num_computed_tokens), chain
+        )
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):
         """The first pass, `_grow_tree` with every depth on the call's keys, and `prune`: what a compiled head
@@ -364,8 +401,16 @@ class TreeDrafting:
 
         if chain:
             return self._grow_tree(root_out, root_feed, run_depth, self.greedy_chain)
-        tokens, parents, scores, frontiers = self._grow_tree(root_out, root_feed, run_depth, self.dynamic_tree)
-        return tokens, parents, scores, frontiers, *prune(tokens, parents, scores, self.dynamic_tree.num_nodes)
+        tokens, parents, scores, frontiers = self._grow_tree(
+            root_out, root_feed, run_depth, self.dynamic_tree
+        )
+        return (
+            tokens,
+            parents,
+            scores,
+            frontiers,
+            *prune(tokens, parents, scores, self.dynamic_tree.num_nodes),
+        )
 
     def _keep_best(self, tokens, parents, scores, histories) -> tuple[list[DraftTree], list[list[int]]]:
         """The total_tokens - 1 best nodes of each request (ties: the earlier node), renumbered 1..N in
@@ -379,8 +424,16 @@ class TreeDrafting:
             score = scores_l[b]
             # a stable sort, best first (reverse keeps equal scores in creation order), then creation order
             keep = sorted(sorted(range(len(score)), key=score.__getitem__, reverse=True)[:num_keep])
-            number = {node: i for i, node in enumerate(keep, start=1)}  # kept node -> its number; the root is 0
-            trees.append(DraftTree(history[-1], [tokens_l[b][g] for g in keep],
-                                   [-1] + [number.get(parents_l[b][g], 0) for g in keep], [score[g] for g in keep]))
+            number = {
+                node: i for i, node in enumerate(keep, start=1)
+            }  # kept node -> its number; the root is 0
+            trees.append(
+                DraftTree(
+                    history[-1],
+                    [tokens_l[b][g] for g in keep],
+                    [-1] + [number.get(parents_l[b][g], 0) for g in keep],
+                    [score[g] for g in keep],
+                )
+            )
             keeps.append(keep)
         return trees, keeps

@@ -49,7 +49,9 @@ class MedusaProposer:
     def __init__(self, heads: Medusa, num_speculative_tokens: int, tree: SpecTree | None = None):
         needed = tree.depth if tree is not None else num_speculative_tokens
         if needed > heads.num_heads:
-            what = f"a token tree of depth {needed}" if tree is not None else f"num_speculative_tokens={needed}"
+            what = (
+                f"a token tree of depth {needed}" if tree is not None else f"num_speculative_tokens={needed}"
+            )
             raise ValueError(f"{what} needs {needed} Medusa heads; the checkpoint has {heads.num_heads}")
         self.heads = heads
         self.num_heads = needed
@@ -59,7 +61,9 @@ class MedusaProposer:
         self.aot_compile = True  # compiled heads at batch 1 on a CPU: the call compiled ahead of time
         if tree is not None:
             self.topk = 1 + max(p[-1] for p in tree.paths)
-            self.node_index = (tree.tree_indices(self.topk)[1:] - 1).to(heads.heads[0][-1].weight.device)  # [N]
+            self.node_index = (tree.tree_indices(self.topk)[1:] - 1).to(
+                heads.heads[0][-1].weight.device
+            )  # [N]
 
     @classmethod
     def from_config(cls, spec, target_runner) -> MedusaProposer:
@@ -96,11 +100,15 @@ class MedusaProposer:
 
         where = f"speculative_config model={spec.model!r} with draft_vocab_size={spec.draft_vocab_size}"
         if not heads.config.original_lm_head:
-            raise ValueError(f"{where}: a draft vocabulary cuts the projection every head shares "
-                             f"(original_lm_head: true); these heads have one projection each")
+            raise ValueError(
+                f"{where}: a draft vocabulary cuts the projection every head shares "
+                f"(original_lm_head: true); these heads have one projection each"
+            )
         if heads.config.is_truncated:
-            raise ValueError(f"{where}: the checkpoint already truncates the vocabulary to "
-                             f"{heads.config.draft_vocab_size} tokens (truncated_vocab_size)")
+            raise ValueError(
+                f"{where}: the checkpoint already truncates the vocabulary to "
+                f"{heads.config.draft_vocab_size} tokens (truncated_vocab_size)"
+            )
         try:
             return draft_vocab_of(path, heads.config.vocab_size, spec.draft_vocab_size)
         except ValueError as e:
@@ -131,7 +139,9 @@ class MedusaProposer:
         # logits: [num_heads, B, draft_vocab]
         if self.tree is None:
             return self.heads.draft_to_target(logits.argmax(dim=-1)).T  # [B, k]
-        candidates = self.heads.draft_to_target(logits.topk(self.topk, dim=-1).indices)  # [num_heads, B, topk]
+        candidates = self.heads.draft_to_target(
+            logits.topk(self.topk, dim=-1).indices
+        )  # [num_heads, B, topk]
         flat = candidates.permute(1, 0, 2).reshape(hidden.shape[0], -1)  # [B, num_heads * topk]
         return flat[:, self.node_index]  # [B, N] in tree order
 
@@ -147,8 +157,11 @@ class MedusaProposer:
                 from minispec.compilation.aot import AotCompiledCall
 
                 self._compiled_draft["ahead of time"] = AotCompiledCall(
-                    self.draft_token_ids, self.heads, (torch.zeros_like(hidden),),
-                    drafting_call_options(self.heads, kind))
+                    self.draft_token_ids,
+                    self.heads,
+                    (torch.zeros_like(hidden),),
+                    drafting_call_options(self.heads, kind),
+                )
             if self._compiled_draft["ahead of time"].accepts(hidden):
                 return self._compiled_draft["ahead of time"]
         if kind not in self._compiled_draft:

@@ -83,8 +83,10 @@ class SpecDecodingStats:
         num_nodes = sum(nodes_per_depth)
         self._check(num_nodes, num_accepted_tokens)
         if num_accepted_tokens > len(nodes_per_depth):
-            raise ValueError(f"an accepted path of {num_accepted_tokens} nodes needs as many depths, "
-                             f"got nodes_per_depth={nodes_per_depth}")
+            raise ValueError(
+                f"an accepted path of {num_accepted_tokens} nodes needs as many depths, "
+                f"got nodes_per_depth={nodes_per_depth}"
+            )
         self.observe_draft(num_nodes, num_accepted_tokens)
         depth = max(len(nodes_per_depth), len(self.num_draft_tokens_per_depth or []))
         drafted = _padded(self.num_draft_tokens_per_depth, depth)
@@ -97,7 +99,9 @@ class SpecDecodingStats:
 
     def _check(self, num_draft_tokens: int, num_accepted_tokens: int) -> None:
         if not 0 <= num_draft_tokens <= self.num_spec_tokens:
-            raise ValueError(f"num_draft_tokens must be in [0, {self.num_spec_tokens}], got {num_draft_tokens}")
+            raise ValueError(
+                f"num_draft_tokens must be in [0, {self.num_spec_tokens}], got {num_draft_tokens}"
+            )
         if not 0 <= num_accepted_tokens <= num_draft_tokens:
             raise ValueError(
                 f"num_accepted_tokens must be in [0, num_draft_tokens={num_draft_tokens}], got {num_accepted_tokens}"
@@ -119,7 +123,9 @@ class SpecDecodingStats:
             depth = max(len(other.num_draft_tokens_per_depth), len(self.num_draft_tokens_per_depth or []))
             drafted = _padded(self.num_draft_tokens_per_depth, depth)
             accepted = _padded(self.num_accepted_tokens_per_depth, depth)
-            for d, (n, a) in enumerate(zip(other.num_draft_tokens_per_depth, other.num_accepted_tokens_per_depth)):
+            for d, (n, a) in enumerate(
+                zip(other.num_draft_tokens_per_depth, other.num_accepted_tokens_per_depth)
+            ):
                 drafted[d] += n
                 accepted[d] += a
             self.num_draft_tokens_per_depth, self.num_accepted_tokens_per_depth = drafted, accepted
@@ -127,7 +133,9 @@ class SpecDecodingStats:
     def delta(self, before: SpecDecodingStats) -> SpecDecodingStats:
         """The counters gathered since the snapshot `before` (e.g. `copy.deepcopy(stats)` after a warm-up)."""
         if before.num_spec_tokens != self.num_spec_tokens:
-            raise ValueError(f"before has num_spec_tokens={before.num_spec_tokens}, expected {self.num_spec_tokens}")
+            raise ValueError(
+                f"before has num_spec_tokens={before.num_spec_tokens}, expected {self.num_spec_tokens}"
+            )
 
         def minus(a: list[int] | None, b: list[int] | None) -> list[int] | None:
             if a is None:

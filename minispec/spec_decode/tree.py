@@ -58,8 +58,10 @@ class SpecTree:
             raise ValueError(f"token tree {paths!r} must be a non-empty list of paths such as [(0,), (0, 0)]")
         norm = []
         for path in paths:
-            if not isinstance(path, (list, tuple)) or not path or not all(
-                isinstance(r, int) and r >= 0 for r in path
+            if (
+                not isinstance(path, (list, tuple))
+                or not path
+                or not all(isinstance(r, int) and r >= 0 for r in path)
             ):
                 raise ValueError(f"token tree path {path!r} must be a non-empty tuple of ranks >= 0")
             norm.append(tuple(path))
@@ -148,8 +150,10 @@ def check_tree_ranks(spec, vocab_size: int) -> None:
     if spec.token_tree is not None and spec.token_tree.paths:
         top = 1 + max(max(p) for p in spec.token_tree.paths)
         if top > vocab_size:
-            raise ValueError(f"the token tree asks for the drafter's top-{top} candidates; its vocabulary "
-                             f"has {vocab_size} tokens")
+            raise ValueError(
+                f"the token tree asks for the drafter's top-{top} candidates; its vocabulary "
+                f"has {vocab_size} tokens"
+            )
     if spec.dynamic_tree is not None and spec.dynamic_tree.top_k > vocab_size:
         raise ValueError(f"top_k={spec.dynamic_tree.top_k} exceeds the drafter's vocabulary of {vocab_size}")
 
@@ -197,7 +201,9 @@ def greedy_tree_walk(
     accepted = passes
     for _ in range(int(depths.max())):  # after d rounds, every node of depth <= d is settled
         accepted = passes & np.take_along_axis(accepted, parent, axis=1)
-    return torch.from_numpy(np.where(accepted, depths, -1).argmax(axis=1))  # unique deepest; root if none passed
+    return torch.from_numpy(
+        np.where(accepted, depths, -1).argmax(axis=1)
+    )  # unique deepest; root if none passed
 
 
 def walk_tree(tree: SpecTree, node_tokens: list[int], draw) -> tuple[list[int], int]:
@@ -231,9 +237,7 @@ def deepest_accepted_node(tree: SpecTree, accepted: list[bool]) -> int:
     return best
 
 
-def compact_kv_cache(
-    kv_caches: list[torch.Tensor], src_slots: list[int], dst_slots: list[int]
-) -> None:
+def compact_kv_cache(kv_caches: list[torch.Tensor], src_slots: list[int], dst_slots: list[int]) -> None:
     """Copy the accepted nodes' keys and values (`src_slots`) onto the request's next consecutive slots
     (`dst_slots`) in every layer. Their RoPE position was already context + depth, the position they now
     hold; the rest of the tree's slots are stale and get overwritten later, as rejected chain drafts are."""

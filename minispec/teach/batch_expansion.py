@@ -84,8 +84,15 @@ class ScoringBench:
         starts = np.concatenate([[0], np.cumsum(blocks_per_request)])
         self.block_table = [list(range(int(s), int(s) + n)) for s, n in zip(starts, blocks_per_request)]
         dtype, device = model.lm_head.weight.dtype, model.lm_head.weight.device
-        kv_caches = allocate_kv_caches(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
-                                       int(starts[-1]), block_size, dtype, device)
+        kv_caches = allocate_kv_caches(
+            cfg.num_hidden_layers,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+            int(starts[-1]),
+            block_size,
+            dtype,
+            device,
+        )
         self.runner = ModelRunner(model, kv_caches, block_size, device)
         self._params = SamplingParams(temperature=0.0, max_tokens=1)
         self._prefill()

@@ -47,7 +47,9 @@ def scored_nodes(traces, kind: str = "node") -> list[tuple[float, bool]]:
     out = []
     for t in traces:
         if t.draft_logprobs is None:
-            raise ValueError(f"step {t.step} of {t.method!r} has no draft scores (record it with traces.record_steps)")
+            raise ValueError(
+                f"step {t.step} of {t.method!r} has no draft scores (record it with traces.record_steps)"
+            )
         logp = t.draft_logprobs if kind == "node" else t.cumulative_logprobs()
         on_path = set(t.accepted)
         reached = on_path | {0}

@@ -56,22 +56,38 @@ def causal_forward(model, windows: torch.Tensor, aux_layers: tuple[int, ...] = (
     """Run minispec's LlamaForCausalLM over `windows` [B, L] as B fresh prefills on a scratch paged cache.
     Returns (hidden states [B, L, H] after the final norm, the inputs of `aux_layers` as [B, L, H] each)."""
     if windows.dim() != 2 or windows.numel() == 0:
-        raise ValueError(f"windows must be a non-empty [batch, length] tensor of token ids, got {tuple(windows.shape)}")
+        raise ValueError(
+            f"windows must be a non-empty [batch, length] tensor of token ids, got {tuple(windows.shape)}"
+        )
     cfg, device = model.config, model.lm_head.weight.device
     num_reqs, length = windows.shape
     blocks = -(-length // block_size)
     dtype = model.lm_head.weight.dtype
-    kv = allocate_kv_caches(cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim, num_reqs * blocks,
-                            block_size, dtype, device, "the scratch KV cache")
+    kv = allocate_kv_caches(
+        cfg.num_hidden_layers,
+        cfg.num_key_value_heads,
+        cfg.head_dim,
+        num_reqs * blocks,
+        block_size,
+        dtype,
+        device,
+        "the scratch KV cache",
+    )
     table = np.arange(num_reqs * blocks).reshape(num_reqs, blocks)  # [B, blocks]
-    meta = causal_metadata(table, np.zeros(num_reqs, dtype=np.int64), np.full(num_reqs, length), block_size, device)
-    out = model(windows.flatten().to(device), meta.slot_positions, kv, meta, aux_hidden_layers=tuple(aux_layers))
+    meta = causal_metadata(
+        table, np.zeros(num_reqs, dtype=np.int64), np.full(num_reqs, length), block_size, device
+    )
+    out = model(
+        windows.flatten().to(device), meta.slot_positions, kv, meta, aux_hidden_layers=tuple(aux_layers)
+    )
     aux = [a.view(num_reqs, length, -1) for a in (out.aux_hidden_states or [])]
     return out.hidden_states.view(num_reqs, length, -1), aux
 
 
 @torch.inference_mode()
-def head_accuracy(heads, target, windows: torch.Tensor, max_rank: int = 4, against: str = "target") -> HeadAccuracy:
+def head_accuracy(
+    heads, target, windows: torch.Tensor, max_rank: int = 4, against: str = "target"
+) -> HeadAccuracy:
     """Per-rank accuracy of every head of `heads` (a Medusa module) on `windows` [B, L], hidden states from
     `target` (minispec's LlamaForCausalLM)."""
     if against not in ("target", "data"):
@@ -82,13 +98,17 @@ def head_accuracy(heads, target, windows: torch.Tensor, max_rank: int = 4, again
     length = windows.shape[1]
     if length < heads.num_heads + 2:
         raise ValueError(f"windows of {length} tokens are too short for {heads.num_heads} heads")
-    truth = windows if against == "data" else torch.cat(
-        [windows[:, :1], target.compute_logits(hidden).argmax(-1)[:, :-1]], dim=1)  # truth[:, j] = token at j
+    truth = (
+        windows
+        if against == "data"
+        else torch.cat([windows[:, :1], target.compute_logits(hidden).argmax(-1)[:, :-1]], dim=1)
+    )  # truth[:, j] = token at j
     per_rank, counts = np.zeros((heads.num_heads, max_rank)), []
     for i in range(heads.num_heads):
         positions = length - 2 - i  # h_t for t = 0 .. L - 3 - i predicts the token at t + 2 + i
-        logits = heads(hidden[:, :positions].reshape(-1, hidden.shape[-1]).to(heads.dtype),
-                       i + 1)[i].float()  # [B * positions, V]
+        logits = heads(hidden[:, :positions].reshape(-1, hidden.shape[-1]).to(heads.dtype), i + 1)[
+            i
+        ].float()  # [B * positions, V]
         right = truth[:, 2 + i : 2 + i + positions].reshape(-1).to(logits.device)  # [B * positions]
         rank = (logits > logits.gather(1, right[:, None])).sum(dim=1)  # 0 = the head's first choice
         per_rank[i] = [(rank == r).float().mean().item() for r in range(max_rank)]

@@ -69,8 +69,13 @@ def _sibling_ranks(parents: Sequence[int]) -> list[int]:
     return ranks
 
 
-def build_provenance(request_id: str, prompt_token_ids: Sequence[int], output_token_ids: Sequence[int],
-                     step_records: Sequence, verification_log: Sequence | None = None) -> Provenance:
+def build_provenance(
+    request_id: str,
+    prompt_token_ids: Sequence[int],
+    output_token_ids: Sequence[int],
+    step_records: Sequence,
+    verification_log: Sequence | None = None,
+) -> Provenance:
     """The provenance of one request's output from the steps that produced it.
 
     `verification_log` is needed for token trees (a tree's last token is a bonus only after a leaf); without
@@ -106,15 +111,18 @@ def build_provenance(request_id: str, prompt_token_ids: Sequence[int], output_to
         parents = list(record.parents) if record is not None else list(range(-1, len(drafts)))
         path = list(record.accepted) if record is not None else list(range(1, len(emitted)))
         if len(path) != len(emitted) - 1:
-            raise ValueError(f"step {rec.step}: the verification record accepts {len(path)} drafts but "
-                             f"{len(emitted)} tokens were emitted")
+            raise ValueError(
+                f"step {rec.step}: the verification record accepts {len(path)} drafts but "
+                f"{len(emitted)} tokens were emitted"
+            )
         ranks = _sibling_ranks(parents)
         for depth, (token, node) in enumerate(zip(emitted, path), start=1):
             tokens.append(TokenSource(token, "accepted", rec.step, depth, ranks[node], len(drafts)))
         last = path[-1] if path else 0
         leaf = last not in parents[1:]  # no node has `last` as its parent
-        tokens.append(TokenSource(emitted[-1], "bonus" if leaf else "recovered", rec.step,
-                                  num_drafts=len(drafts)))
+        tokens.append(
+            TokenSource(emitted[-1], "bonus" if leaf else "recovered", rec.step, num_drafts=len(drafts))
+        )
     tokens = tokens[: len(output_token_ids)]  # the last step can emit past max_tokens or a stop
     if [t.token_id for t in tokens] != list(output_token_ids):
         raise ValueError(f"the step records of {request_id!r} do not reproduce its output tokens")
@@ -128,9 +136,13 @@ def generate_with_provenance(llm, prompts: Sequence[Sequence[int]], sampling_par
     runner = engine.model_runner
     engine.step_records, runner.verification_log = [], []
     try:
-        outputs = llm.generate([{"prompt_token_ids": list(p)} for p in prompts], sampling_params, use_tqdm=False)
+        outputs = llm.generate(
+            [{"prompt_token_ids": list(p)} for p in prompts], sampling_params, use_tqdm=False
+        )
         records, log = engine.step_records, runner.verification_log
     finally:
         engine.step_records, runner.verification_log = None, None
-    return [build_provenance(o.request_id, o.prompt_token_ids, o.outputs[0].token_ids, records, log)
-            for o in outputs]
+    return [
+        build_provenance(o.request_id, o.prompt_token_ids, o.outputs[0].token_ids, records, log)
+        for o in outputs
+    ]

@@ -36,10 +36,20 @@ CONFIGS: dict[str, dict] = {
     "medusa chain": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 4},
     "medusa tree": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE},
     "eagle chain": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
-    "eagle static tree": {"method": "eagle", "model": "zoo:eagle", "speculative_token_tree": EAGLE_STATIC_TREE},
+    "eagle static tree": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        "speculative_token_tree": EAGLE_STATIC_TREE,
+    },
     "eagle2": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 16, "depth": 6, "top_k": 2},
-    "eagle2 fr-spec": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 16, "depth": 6, "top_k": 2,
-                       "draft_vocab_size": 1024},
+    "eagle2 fr-spec": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        "total_tokens": 16,
+        "depth": 6,
+        "top_k": 2,
+        "draft_vocab_size": 1024,
+    },
     "eagle3 chain": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 4},
     "eagle3": {"method": "eagle3", "model": "zoo:eagle3", "total_tokens": 16, "depth": 6, "top_k": 2},
 }
@@ -61,7 +71,9 @@ class StepTrace:
     kv_moved: list[tuple[int, int]]  # (source slot, destination slot) of the KV compaction
     expansion: TreeExpansion | None = None  # EAGLE-2: every generated node before pruning
     draft_run_entries: int | None = None  # EAGLE: draft-cache entries beyond the committed ones per proposal
-    num_appended: int | None = None  # tokens the engine appended: fewer than verified when max_tokens cut them
+    num_appended: int | None = (
+        None  # tokens the engine appended: fewer than verified when max_tokens cut them
+    )
 
     # ---- shape ----------------------------------------------------------------------------------------
     @property
@@ -129,14 +141,18 @@ class StepTrace:
 
 
 # ---- recording ----------------------------------------------------------------------------------------
-def make_llm(config: str | dict, target: str = "zoo:target", dtype: str = "float32", num_kv_blocks: int = 256):
+def make_llm(
+    config: str | dict, target: str = "zoo:target", dtype: str = "float32", num_kv_blocks: int = 256
+):
     """An LLM with the speculative config `config` (a name in CONFIGS, or a dict)."""
     from minispec import LLM
 
     spec = CONFIGS[config] if isinstance(config, str) and config in CONFIGS else config
     if not isinstance(spec, dict):
         raise ValueError(f"config={config!r} must be a speculative_config dict or one of {sorted(CONFIGS)}")
-    return LLM(model=target, dtype=dtype, device="cpu", speculative_config=dict(spec), num_kv_blocks=num_kv_blocks)
+    return LLM(
+        model=target, dtype=dtype, device="cpu", speculative_config=dict(spec), num_kv_blocks=num_kv_blocks
+    )
 
 
 class _MedusaLogits:
@@ -228,13 +244,29 @@ def _trace(method, step, context, record, pending, run_entries) -> StepTrace:
     elif isinstance(pending, DraftTree):
         logprobs, expansion = _eagle_logprobs(pending, record), pending.expansion
     return StepTrace(
-        method, step, list(context), list(record.parents), list(record.node_tokens), logprobs, record.logits,
-        list(record.accepted), int(record.final_token), list(record.kv_moved), expansion, run_entries,
+        method,
+        step,
+        list(context),
+        list(record.parents),
+        list(record.node_tokens),
+        logprobs,
+        record.logits,
+        list(record.accepted),
+        int(record.final_token),
+        list(record.kv_moved),
+        expansion,
+        run_entries,
     )
 
 
-def record_traces(config: str | dict, prompts: list[list[int]], max_tokens: int = 32, temperature: float = 0.0,
-                  seed: int | None = None, llm=None) -> list[StepTrace]:
+def record_traces(
+    config: str | dict,
+    prompts: list[list[int]],
+    max_tokens: int = 32,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    llm=None,
+) -> list[StepTrace]:
     """Every verification of every prompt (run one at a time), for the config name or dict `config`."""
     from minispec import SamplingParams
 
@@ -291,8 +323,9 @@ class Measurement:
         return sum(self.nodes) / len(self.nodes) if self.nodes else 0.0
 
 
-def measure(config: str | dict, prompts: list[list[int]], max_tokens: int, name: str | None = None,
-            llm=None) -> Measurement:
+def measure(
+    config: str | dict, prompts: list[list[int]], max_tokens: int, name: str | None = None, llm=None
+) -> Measurement:
     """Greedy decoding of every prompt (one batch) with speculation `config`, counting each verification."""
     from minispec import SamplingParams
 
@@ -305,13 +338,18 @@ def measure(config: str | dict, prompts: list[list[int]], max_tokens: int, name:
         records = runner.verification_log
     finally:
         runner.verification_log = None
-    return Measurement(name or (config if isinstance(config, str) else str(config)),
-                       [len(r.accepted) for r in records], [len(r.node_tokens) for r in records],
-                       [list(o.outputs[0].token_ids) for o in out], llm.get_spec_decoding_stats())
+    return Measurement(
+        name or (config if isinstance(config, str) else str(config)),
+        [len(r.accepted) for r in records],
+        [len(r.node_tokens) for r in records],
+        [list(o.outputs[0].token_ids) for o in out],
+        llm.get_spec_decoding_stats(),
+    )
 
 
-def sample_walks(trace: StepTrace, temperature: float, num_samples: int, seed: int = 0,
-                 rule: str = "walk") -> list[tuple[int, ...]]:
+def sample_walks(
+    trace: StepTrace, temperature: float, num_samples: int, seed: int = 0, rule: str = "walk"
+) -> list[tuple[int, ...]]:
     """What the step emits, drawn `num_samples` times from its recorded target logits at `temperature`:
     rule "walk" is Medusa's (`walk_tree`: draw t from p at the node, move to the child holding t) and
     "siblings" EAGLE's (`sample_tree_path`: each child accepted with p(x), p renormalised without it).
@@ -335,7 +373,9 @@ def sample_walks(trace: StepTrace, temperature: float, num_samples: int, seed: i
         tree = trace.spec_tree()
 
         def draw(node: int) -> int:
-            return int(min(np.searchsorted(cdf[node], rng.random() * cdf[node, -1], side="right"), cdf.shape[1] - 1))
+            return int(
+                min(np.searchsorted(cdf[node], rng.random() * cdf[node, -1], side="right"), cdf.shape[1] - 1)
+            )
 
         for _ in range(num_samples):
             path, final = walk_tree(tree, trace.node_tokens, draw)
@@ -348,8 +388,14 @@ def sample_walks(trace: StepTrace, temperature: float, num_samples: int, seed: i
     return out
 
 
-def typical_walks(trace: StepTrace, temperature: float, num_samples: int, seed: int = 0,
-                  posterior_threshold: float = 0.09, posterior_alpha: float = 0.3) -> list[tuple[int, ...]]:
+def typical_walks(
+    trace: StepTrace,
+    temperature: float,
+    num_samples: int,
+    seed: int = 0,
+    posterior_threshold: float = 0.09,
+    posterior_alpha: float = 0.3,
+) -> list[tuple[int, ...]]:
     """What the step emits under typical acceptance (Medusa's rule, not lossless), drawn `num_samples` times
     through the engine's own tree path (`TreeVerificationMixin._typical_tree_path`) on the recorded logits at
     `temperature`: the deepest node whose whole path passes wins, then the target's argmax (or, at a leaf, a
@@ -363,13 +409,16 @@ def typical_walks(trace: StepTrace, temperature: float, num_samples: int, seed: 
         raise ValueError(f"temperature={temperature!r} must be > 0")
     if not isinstance(num_samples, int) or num_samples < 1:
         raise ValueError(f"num_samples={num_samples!r} must be an int >= 1")
-    runner = SimpleNamespace(typical_acceptance_sampler=TypicalAcceptanceSampler(posterior_threshold, posterior_alpha))
+    runner = SimpleNamespace(
+        typical_acceptance_sampler=TypicalAcceptanceSampler(posterior_threshold, posterior_alpha)
+    )
     node_logits = trace.logits.float() / temperature  # [N + 1, V] processed as the sampler would
     tree, generator = trace.spec_tree(), torch.Generator().manual_seed(seed)
     out = []
     for _ in range(num_samples):
-        path, final = TreeVerificationMixin._typical_tree_path(runner, tree, trace.node_tokens, node_logits, False,
-                                                              generator)
+        path, final = TreeVerificationMixin._typical_tree_path(
+            runner, tree, trace.node_tokens, node_logits, False, generator
+        )
         out.append(tuple(trace.node_tokens[u - 1] for u in path) + (int(final),))
     return out
 
@@ -386,8 +435,9 @@ def pick_sampling_step(traces: list[StepTrace], temperature: float = 1.0) -> Ste
     return min(traces, key=lambda t: (abs(mass(t) - 0.5), t.step))
 
 
-def emitted_prefix_test(trace: StepTrace, samples: list[tuple[int, ...]], temperature: float,
-                        top: int = 12) -> tuple[float, int, float]:
+def emitted_prefix_test(
+    trace: StepTrace, samples: list[tuple[int, ...]], temperature: float, top: int = 12
+) -> tuple[float, int, float]:
     """Pearson's chi-square test that the first two emitted tokens of `samples` (from `sample_walks`) follow
     the target: P(x1, x2) = p_root(x1) p_c(x2) when x1 is the token of a root child c (the walk went on from
     c), P(x1) = p_root(x1) when the step stopped at x1. The `top` likeliest outcomes of each kind get a bin,
@@ -442,13 +492,26 @@ def eagle_first_pass(llm, tokens: list[int]) -> list[int]:
     n, block = len(tokens) - 1, 16
     cfg = draft.config
     num_blocks = -(-n // block)
-    kv = allocate_kv_caches(1, cfg.num_key_value_heads, cfg.head_dim, num_blocks, block, feats.dtype, feats.device)
+    kv = allocate_kv_caches(
+        1, cfg.num_key_value_heads, cfg.head_dim, num_blocks, block, feats.dtype, feats.device
+    )
     meta = causal_metadata(np.arange(num_blocks)[None], [0], [n], block, feats.device)
     out, _ = draft(torch.tensor(tokens[1:]), meta.slot_positions, feats, kv, meta)
     return draft.draft_to_target(draft.compute_logits(out).argmax(dim=-1)).tolist()
 
 
 __all__ = [
-    "CONFIGS", "Measurement", "StepTrace", "eagle_first_pass", "emitted_prefix_test", "make_llm", "measure",
-    "pick_sampling_step", "pick_step", "record_steps", "record_traces", "sample_walks", "typical_walks",
+    "CONFIGS",
+    "Measurement",
+    "StepTrace",
+    "eagle_first_pass",
+    "emitted_prefix_test",
+    "make_llm",
+    "measure",
+    "pick_sampling_step",
+    "pick_step",
+    "record_steps",
+    "record_traces",
+    "sample_walks",
+    "typical_walks",
 ]

@@ -45,7 +45,9 @@ def check_accept_probs(accept_probs) -> np.ndarray:
         raise ValueError(f"accept_probs entries must be probabilities in [0, 1], got {a.tolist()}")
     sums = a.sum(axis=1)
     if np.any(sums > 1 + 1e-9):
-        raise ValueError(f"accept_probs rows must sum to <= 1 (one rank at most is right); row sums {sums.tolist()}")
+        raise ValueError(
+            f"accept_probs rows must sum to <= 1 (one rank at most is right); row sums {sums.tolist()}"
+        )
     return a
 
 
@@ -94,7 +96,9 @@ def greedy_paths(accept_probs, num_nodes: int) -> list[tuple[tuple[int, ...], fl
         raise ValueError(f"num_nodes={num_nodes!r} must be an int in [1, {MAX_TREE_NODES}]")
     depth, ranks = a.shape
     if num_nodes > sum(ranks**d for d in range(1, depth + 1)):
-        raise ValueError(f"num_nodes={num_nodes}: a tree of depth <= {depth} with {ranks} ranks has fewer nodes")
+        raise ValueError(
+            f"num_nodes={num_nodes}: a tree of depth <= {depth} with {ranks} ranks has fewer nodes"
+        )
     heap = [(-a[0, r], 1, (r,)) for r in range(ranks)]
     heapq.heapify(heap)
     picked = []
@@ -119,6 +123,12 @@ def best_tree_curve(accept_probs, max_nodes: int) -> list[float]:
 
 
 __all__ = [
-    "best_tree", "best_tree_curve", "chain_acceptance_length", "check_accept_probs", "expected_acceptance_length",
-    "greedy_paths", "path_probability", "per_depth_acceptance",
+    "best_tree",
+    "best_tree_curve",
+    "chain_acceptance_length",
+    "check_accept_probs",
+    "expected_acceptance_length",
+    "greedy_paths",
+    "path_probability",
+    "per_depth_acceptance",
 ]

@@ -130,18 +130,27 @@ def run_engine_flow(
     prompts = [list(p) for p in prompt_token_ids]
     if not prompts or any(not p for p in prompts):
         raise ValueError("prompt_token_ids must hold at least one non-empty list of token ids")
-    _check_positive(token_budget=token_budget, num_kv_blocks=num_kv_blocks, block_size=block_size,
-                    max_tokens=max_tokens)
+    _check_positive(
+        token_budget=token_budget, num_kv_blocks=num_kv_blocks, block_size=block_size, max_tokens=max_tokens
+    )
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"k={k!r} must be an int >= 0 (0: no speculation)")
     need = min_kv_blocks([len(p) for p in prompts], max_tokens, k, block_size)
     if num_kv_blocks < need:
-        raise ValueError(f"num_kv_blocks={num_kv_blocks} is too few: the longest request needs {need} blocks "
-                         f"of {block_size} tokens (prompt + max_tokens={max_tokens} + k={k} drafts)")
+        raise ValueError(
+            f"num_kv_blocks={num_kv_blocks} is too few: the longest request needs {need} blocks "
+            f"of {block_size} tokens (prompt + max_tokens={max_tokens} + k={k} drafts)"
+        )
     spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": int(k)} if k else None
-    llm = LLM(model=model, dtype="float32", device="cpu", speculative_config=spec,
-              max_num_batched_tokens=int(token_budget), num_kv_blocks=int(num_kv_blocks),
-              block_size=int(block_size))
+    llm = LLM(
+        model=model,
+        dtype="float32",
+        device="cpu",
+        speculative_config=spec,
+        max_num_batched_tokens=int(token_budget),
+        num_kv_blocks=int(num_kv_blocks),
+        block_size=int(block_size),
+    )
     engine = llm.llm_engine
     engine.step_records = []
     params = SamplingParams(temperature=0, max_tokens=int(max_tokens), ignore_eos=True)
@@ -150,8 +159,15 @@ def run_engine_flow(
     while engine.has_unfinished_requests():
         for out in engine.step():
             outputs[out.request_id] = list(out.outputs[0].token_ids)
-    return EngineRun(engine.step_records, outputs, {r: len(p) for r, p in zip(ids, prompts)}, int(token_budget),
-                     int(num_kv_blocks), int(block_size), int(k))
+    return EngineRun(
+        engine.step_records,
+        outputs,
+        {r: len(p) for r, p in zip(ids, prompts)},
+        int(token_budget),
+        int(num_kv_blocks),
+        int(block_size),
+        int(k),
+    )
 
 
 # ---- shared helpers ---------------------------------------------------------------------------------------
@@ -227,18 +243,29 @@ def _draw_phases(ax, ax_all, records: list[StepRecord], step: int) -> None:
     ax.invert_yaxis()
     total = sum(chosen.timings.values()) * 1e3
     ax.set_xlim(0, total * 1.3 if total > 0 else 1)
-    ax.set(xlabel="ms since the step began",
-           title=f"step {chosen.step}: {chosen.total_num_scheduled_tokens} tokens, {total:.1f} ms")
+    ax.set(
+        xlabel="ms since the step began",
+        title=f"step {chosen.step}: {chosen.total_num_scheduled_tokens} tokens, {total:.1f} ms",
+    )
     for r in records:
         left = 0.0
         for phase, _, ms in phase_times(r):
-            ax_all.barh(r.step, ms, left=left, color=PHASE_COLOURS.get(phase, "#777777"), height=0.8,
-                        edgecolor="black" if r.step == chosen.step else "none", linewidth=0.8)
+            ax_all.barh(
+                r.step,
+                ms,
+                left=left,
+                color=PHASE_COLOURS.get(phase, "#777777"),
+                height=0.8,
+                edgecolor="black" if r.step == chosen.step else "none",
+                linewidth=0.8,
+            )
             left += ms
     ax_all.invert_yaxis()
     ax_all.set(xlabel="ms", ylabel="engine step", title="every step, phases end to end")
     used = [p for p in PHASES if any(p in r.timings for r in records)]
-    ax_all.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p) for p in used], fontsize=7, loc="lower right")
+    ax_all.legend(
+        handles=[Patch(color=PHASE_COLOURS[p], label=p) for p in used], fontsize=7, loc="lower right"
+    )
 
 
 # ---- 2. the token budget ----------------------------------------------------------------------------------
@@ -258,22 +285,44 @@ def _draw_token_budget(ax, records: list[StepRecord], token_budget: int | None) 
         for rid in r.req_ids or list(r.num_scheduled_tokens):
             n = r.num_scheduled_tokens[rid]
             d = len(r.scheduled_spec_decode_tokens.get(rid, ()))
-            ax.bar(r.step, n - d, bottom=bottom, color=colours[rid], width=0.75, edgecolor="white", linewidth=0.5)
+            ax.bar(
+                r.step, n - d, bottom=bottom, color=colours[rid], width=0.75, edgecolor="white", linewidth=0.5
+            )
             if d:
-                ax.bar(r.step, d, bottom=bottom + n - d, color=to_rgba(colours[rid], 0.45), width=0.75,
-                       hatch="///", edgecolor="white", linewidth=0.5)
+                ax.bar(
+                    r.step,
+                    d,
+                    bottom=bottom + n - d,
+                    color=to_rgba(colours[rid], 0.45),
+                    width=0.75,
+                    hatch="///",
+                    edgecolor="white",
+                    linewidth=0.5,
+                )
             bottom += n
         notes = [f"C{c}" for c in r.chunked_prefills] + [f"P{p}" for p in r.preempted]
         if notes:
-            ax.text(r.step, -0.06 * budget, "\n".join(notes), ha="center", va="top", fontsize=7.5,
-                    color=PREEMPT_COLOUR if r.preempted else "#333333")
+            ax.text(
+                r.step,
+                -0.06 * budget,
+                "\n".join(notes),
+                ha="center",
+                va="top",
+                fontsize=7.5,
+                color=PREEMPT_COLOUR if r.preempted else "#333333",
+            )
     ax.axhline(budget, color="black", linestyle="--", linewidth=1, label="token budget")
     ax.set_ylim(-0.25 * budget, budget * 1.1)
     ax.set_xticks([r.step for r in records])
-    ax.set(xlabel="engine step (below: C = chunked prefill, P = preempted, then the request id)",
-           ylabel="tokens scheduled", title="schedule(): tokens per request and step (hatched: drafts to verify)")
-    extra = [Patch(facecolor="white", edgecolor="#555555", hatch="///", label="drafts"),
-             Line2D([], [], color="black", linestyle="--", label="token budget")]
+    ax.set(
+        xlabel="engine step (below: C = chunked prefill, P = preempted, then the request id)",
+        ylabel="tokens scheduled",
+        title="schedule(): tokens per request and step (hatched: drafts to verify)",
+    )
+    extra = [
+        Patch(facecolor="white", edgecolor="#555555", hatch="///", label="drafts"),
+        Line2D([], [], color="black", linestyle="--", label="token budget"),
+    ]
     _request_legend(ax, colours, extra)
     _step_xlim(ax, records)
 
@@ -318,15 +367,38 @@ def _draw_flat_batch(ax, record: StepRecord) -> None:
         num_drafts = len(record.scheduled_spec_decode_tokens.get(rid, ()))
         for t in range(start, end):
             draft = t >= end - num_drafts
-            ax.add_patch(Rectangle((t, 1), 1, 1, facecolor=to_rgba(colours[rid], 0.45 if draft else 0.9),
-                                   hatch="///" if draft else None, edgecolor="white", linewidth=0.6))
+            ax.add_patch(
+                Rectangle(
+                    (t, 1),
+                    1,
+                    1,
+                    facecolor=to_rgba(colours[rid], 0.45 if draft else 0.9),
+                    hatch="///" if draft else None,
+                    edgecolor="white",
+                    linewidth=0.6,
+                )
+            )
             if show_text:
                 ax.text(t + 0.5, 1.5, str(int(record.positions[t])), ha="center", va="center", fontsize=7)
-                ax.text(t + 0.5, 0.5, str(int(record.slot_mapping[t])), ha="center", va="center", fontsize=7,
-                        family="monospace")
+                ax.text(
+                    t + 0.5,
+                    0.5,
+                    str(int(record.slot_mapping[t])),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    family="monospace",
+                )
             if t in roles:
-                ax.text(t + 0.5, -0.35, {"sample": "S", "verify": "V", "bonus": "B"}[roles[t]], ha="center",
-                        va="center", fontsize=8, weight="bold")
+                ax.text(
+                    t + 0.5,
+                    -0.35,
+                    {"sample": "S", "verify": "V", "bonus": "B"}[roles[t]],
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    weight="bold",
+                )
         ax.text((start + end) / 2, 2.35, f"request {rid}", ha="center", fontsize=7.5, color=colours[rid])
     for x in qsl:
         ax.plot([x, x], [0, 2], color="black", linewidth=2)
@@ -337,10 +409,16 @@ def _draw_flat_batch(ax, record: StepRecord) -> None:
     ax.tick_params(axis="y", length=0)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    ax.set_xlabel("flat row (ticks: query_start_loc)   logits: S = sample, V = verify a draft, B = bonus; "
-                  "hatched: drafts", fontsize=7.5)
-    ax.set_title(f"step {record.step}: the flattened batch, {num_tokens} tokens from {len(record.req_ids)} "
-                 f"requests, logits at {len(roles)} rows", fontsize=9)
+    ax.set_xlabel(
+        "flat row (ticks: query_start_loc)   logits: S = sample, V = verify a draft, B = bonus; "
+        "hatched: drafts",
+        fontsize=7.5,
+    )
+    ax.set_title(
+        f"step {record.step}: the flattened batch, {num_tokens} tokens from {len(record.req_ids)} "
+        f"requests, logits at {len(roles)} rows",
+        fontsize=9,
+    )
 
 
 # ---- 4. the block table -----------------------------------------------------------------------------------
@@ -378,21 +456,38 @@ def _draw_block_table(ax, records: list[StepRecord], num_blocks: int) -> None:
         for block in range(num_blocks):
             o = owners[block, s]
             face = colours[ids[o]] if o >= 0 else "white"
-            ax.add_patch(Rectangle((r.step - 0.45, block - 0.45), 0.9, 0.9, facecolor=face,
-                                   edgecolor="#cccccc", linewidth=0.5))
+            ax.add_patch(
+                Rectangle(
+                    (r.step - 0.45, block - 0.45),
+                    0.9,
+                    0.9,
+                    facecolor=face,
+                    edgecolor="#cccccc",
+                    linewidth=0.5,
+                )
+            )
         for rid in r.block_tables:  # the order of the blocks in the request's row
             for j, block in enumerate(r.block_tables[rid]):
                 if num_blocks <= 24 and len(records) <= 30:
                     ax.text(r.step, block, str(j), ha="center", va="center", fontsize=6, color="white")
         if r.preempted:
-            ax.text(r.step, -1.1, "preempt " + ",".join(r.preempted), ha="center", fontsize=6.5,
-                    color=PREEMPT_COLOUR)
+            ax.text(
+                r.step,
+                -1.1,
+                "preempt " + ",".join(r.preempted),
+                ha="center",
+                fontsize=6.5,
+                color=PREEMPT_COLOUR,
+            )
     _step_xlim(ax, records)
     ax.set_ylim(num_blocks - 0.5, -1.6)
     ax.set_xticks([r.step for r in records])
     ax.set_yticks(range(num_blocks))
-    ax.set(xlabel="engine step", ylabel="KV block id",
-           title="the block table: who holds each block (number: index in the request's row)")
+    ax.set(
+        xlabel="engine step",
+        ylabel="KV block id",
+        title="the block table: who holds each block (number: index in the request's row)",
+    )
     _request_legend(ax, colours)
 
 
@@ -442,8 +537,9 @@ def _draw_num_computed(ax, records: list[StepRecord], prompt_lens: dict[str, int
         for (x0, y0, _), (x1, y1, how) in zip(path, path[1:]):
             if how == "rollback":
                 ax.plot([x0, x1], [y0, y1], color=ROLLBACK_COLOUR, linewidth=3)
-                ax.text(x1 + 0.03, (y0 + y1) / 2, f"-{y0 - y1}", fontsize=6.5, color=ROLLBACK_COLOUR,
-                        va="center")
+                ax.text(
+                    x1 + 0.03, (y0 + y1) / 2, f"-{y0 - y1}", fontsize=6.5, color=ROLLBACK_COLOUR, va="center"
+                )
             elif how == "preempt":
                 ax.plot([x0, x1], [y0, y1], color=PREEMPT_COLOUR, linewidth=3, linestyle=":")
                 ax.plot(x1, y1, marker="x", color=PREEMPT_COLOUR, markersize=8, markeredgewidth=2)
@@ -456,9 +552,12 @@ def _draw_num_computed(ax, records: list[StepRecord], prompt_lens: dict[str, int
     ax.plot([], [], color="#555555", marker="o", linestyle="none", label="finished")
     ax.set_xticks([r.step for r in records])
     ax.grid(axis="x", color="#eeeeee")
-    ax.set(xlabel="engine step (each step: schedule at its start, update at 0.8)", ylabel="num_computed_tokens",
-           title="num_computed_tokens: advanced by schedule(), lowered by update_from_output() and preemption"
-                 + (" (dotted: prompt lengths)" if prompt_lens else ""))
+    ax.set(
+        xlabel="engine step (each step: schedule at its start, update at 0.8)",
+        ylabel="num_computed_tokens",
+        title="num_computed_tokens: advanced by schedule(), lowered by update_from_output() and preemption"
+        + (" (dotted: prompt lengths)" if prompt_lens else ""),
+    )
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     _step_xlim(ax, records)
 
@@ -466,7 +565,9 @@ def _draw_num_computed(ax, records: list[StepRecord], prompt_lens: dict[str, int
 # ---- widget wrappers --------------------------------------------------------------------------------------
 def describe_step(record: StepRecord) -> str:
     """A few plain lines: what the scheduler decided and what the step emitted and proposed."""
-    lines = [f"step {record.step}: {record.total_num_scheduled_tokens} of {record.token_budget} budget tokens"]
+    lines = [
+        f"step {record.step}: {record.total_num_scheduled_tokens} of {record.token_budget} budget tokens"
+    ]
     for rid in record.req_ids:
         n, d = record.num_scheduled_tokens[rid], len(record.scheduled_spec_decode_tokens.get(rid, ()))
         before = record.num_computed_before[rid]
@@ -487,8 +588,10 @@ def describe_step(record: StepRecord) -> str:
             tail += "; finished"
         elif proposed:
             tail += f"; proposed {proposed} drafts"
-        lines.append(f"  request {rid}: {n} tokens ({what}); num_computed_tokens {before} -> "
-                     f"{record.num_computed_scheduled[rid]} -> {record.num_computed_after[rid]}{tail}")
+        lines.append(
+            f"  request {rid}: {n} tokens ({what}); num_computed_tokens {before} -> "
+            f"{record.num_computed_scheduled[rid]} -> {record.num_computed_after[rid]}{tail}"
+        )
     if record.preempted:
         lines.append(f"  preempted: {', '.join(record.preempted)}")
     if record.waiting:
@@ -501,8 +604,10 @@ def steps_markdown(records: Sequence[StepRecord]) -> str:
     drafts, with how many were accepted), chunked prefills, preemptions, finishes, and who still waits."""
     records = _check_records(records)
     ids = request_ids(records)
-    lines = ["| step | " + " | ".join(f"request {r}" for r in ids) + " | total / budget | still waiting |",
-             "|---" * (len(ids) + 3) + "|"]
+    lines = [
+        "| step | " + " | ".join(f"request {r}" for r in ids) + " | total / budget | still waiting |",
+        "|---" * (len(ids) + 3) + "|",
+    ]
     for r in records:
         cells = []
         for rid in ids:
@@ -519,8 +624,11 @@ def steps_markdown(records: Sequence[StepRecord]) -> str:
             if rid in r.finished:
                 cell += ", finished"
             cells.append(cell)
-        lines.append(f"| {r.step} | " + " | ".join(cells) +
-                     f" | {r.total_num_scheduled_tokens} / {r.token_budget} | {', '.join(r.waiting)} |")
+        lines.append(
+            f"| {r.step} | "
+            + " | ".join(cells)
+            + f" | {r.total_num_scheduled_tokens} / {r.token_budget} | {', '.join(r.waiting)} |"
+        )
     return "\n".join(lines)
 
 
@@ -550,7 +658,10 @@ def plot_engine_flow(
     _draw_token_budget(axes[0], run.records, token_budget)
     _draw_block_table(axes[1], run.records, num_kv_blocks)
     _draw_num_computed(axes[2], run.records, run.prompt_lens)
-    fig.suptitle(f"budget {token_budget}, {num_kv_blocks} blocks, k = {k}: {len(run.records)} steps, "
-                 f"{len(run.chunked_prefill_steps())} with a chunked prefill, {len(run.preemption_steps())} with "
-                 f"a preemption, {len(run.rollback_steps())} with a rollback", fontsize=10)
+    fig.suptitle(
+        f"budget {token_budget}, {num_kv_blocks} blocks, k = {k}: {len(run.records)} steps, "
+        f"{len(run.chunked_prefill_steps())} with a chunked prefill, {len(run.preemption_steps())} with "
+        f"a preemption, {len(run.rollback_steps())} with a rollback",
+        fontsize=10,
+    )
     return fig

@@ -343,12 +343,17 @@ def plot_forward_times(
             label="above the floor",
         )
     if no_matmul_s is not None:
-        ax_abs.axhline(no_matmul_s * 1e3, color=_COLOURS[2], ls=":",
-                       label=f"one token, every matmul a free stand-in = {no_matmul_s * 1e3:.2f} ms")
+        ax_abs.axhline(
+            no_matmul_s * 1e3,
+            color=_COLOURS[2],
+            ls=":",
+            label=f"one token, every matmul a free stand-in = {no_matmul_s * 1e3:.2f} ms",
+        )
         if matmul_s is not None:
             both = (no_matmul_s + matmul_s) * 1e3
-            ax_abs.axhline(both, color=_COLOURS[3], ls="-.",
-                           label=f"+ its matmuls alone, back to back = {both:.2f} ms")
+            ax_abs.axhline(
+                both, color=_COLOURS[3], ls="-.", label=f"+ its matmuls alone, back to back = {both:.2f} ms"
+            )
     _log2_axis(ax_abs, ms)
     ax_abs.set_ylim(0, max(secs.max(), floor_s or 0) * 1e3 * 1.35)
     ax_abs.set_xlabel("new tokens in one forward, M (log scale)")
@@ -554,18 +559,24 @@ def roofline_points(
 
 def _packed_comparison(packed: MatmulCurve, curves: Sequence[MatmulCurve]) -> str:
     """What packing the weight once changed, against the F.linear curve of the same dtype (if measured)."""
-    plain = next((c for c in curves if c.kernel == "linear" and c.bytes_per_param == packed.bytes_per_param), None)
+    plain = next(
+        (c for c in curves if c.kernel == "linear" and c.bytes_per_param == packed.bytes_per_param), None
+    )
     ms = sorted(set(packed.times) & set(plain.times)) if plain is not None else []
     if len(ms) < 2:
         return ""
     m1, m2 = ms[0], ms[1]
     p1, p2, f1, f2 = packed.times[m1], packed.times[m2], plain.times[m1], plain.times[m2]
-    text = (f" Against F.linear on the same weight: M = {m2} takes {p2 * 1e3:.2f} ms packed and {f2 * 1e3:.2f} ms "
-            f"unpacked ({f2 / p2:.2f}x), M = {m1} {p1 * 1e3:.2f} ms packed and {f1 * 1e3:.2f} ms unpacked.")
+    text = (
+        f" Against F.linear on the same weight: M = {m2} takes {p2 * 1e3:.2f} ms packed and {f2 * 1e3:.2f} ms "
+        f"unpacked ({f2 / p2:.2f}x), M = {m1} {p1 * 1e3:.2f} ms packed and {f1 * 1e3:.2f} ms unpacked."
+    )
     if p2 < f2 and p1 > f1:
-        text += (f" Packing pays from M = {m2} on. For one row the matrix-vector product stays faster; minispec's "
-                 "eager engine, like vLLM, still packs every call, because a packed row's result does not depend "
-                 "on how many rows share the call.")
+        text += (
+            f" Packing pays from M = {m2} on. For one row the matrix-vector product stays faster; minispec's "
+            "eager engine, like vLLM, still packs every call, because a packed row's result does not depend "
+            "on how many rows share the call."
+        )
     elif p2 < f2 and p1 <= f1:
         text += f" Packing pays at every M measured, one row included ({f1 / p1:.2f}x at M = {m1})."
     elif p2 >= f2:
@@ -655,11 +666,15 @@ def describe_forward(
         f"{floor * 1e3:.2f} ms: {share:.0%} of the measured one-token forward ({t1 * 1e3:.2f} ms)."
     )
     if share >= 0.5:
-        text += " The forward is close to the memory floor: **memory-bound**, as a large model's decode step is."
+        text += (
+            " The forward is close to the memory floor: **memory-bound**, as a large model's decode step is."
+        )
     elif no_matmul_seconds is not None and t1 - no_matmul_seconds >= 0.5 * t1:
         text += _bound_by_weight_reads(t1, weight_bytes, read_bandwidth, no_matmul_seconds, matmul_seconds)
     else:
-        rest = t1 - floor if no_matmul_seconds is None else no_matmul_seconds  # what is not reading the weights
+        rest = (
+            t1 - floor if no_matmul_seconds is None else no_matmul_seconds
+        )  # what is not reading the weights
         if no_matmul_seconds is not None:
             text += (
                 f" Timed again with every matmul replaced by a free stand-in, the one-token forward still takes "
@@ -683,11 +698,18 @@ def describe_forward(
     return text
 
 
-def _bound_by_weight_reads(t1: float, weight_bytes: float, read_bandwidth: float, no_matmul_seconds: float,
-                           matmul_seconds: float | None) -> str:
+def _bound_by_weight_reads(
+    t1: float,
+    weight_bytes: float,
+    read_bandwidth: float,
+    no_matmul_seconds: float,
+    matmul_seconds: float | None,
+) -> str:
     """describe_forward's sentences for a step whose matmuls (with what they cost the rest) are most of it."""
-    text = (f" Timed again with every matmul replaced by a free stand-in, the one-token forward takes "
-            f"{no_matmul_seconds * 1e3:.2f} ms")
+    text = (
+        f" Timed again with every matmul replaced by a free stand-in, the one-token forward takes "
+        f"{no_matmul_seconds * 1e3:.2f} ms"
+    )
     if matmul_seconds is None:
         matmuls = t1 - no_matmul_seconds
         return text + (

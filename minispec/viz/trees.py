@@ -79,16 +79,32 @@ def _tree_parts(tree, tokens, accepted_path, scores):
         scores = scores if scores is not None else tree.scores
         accepted_path = accepted_path if accepted_path is not None else tree.accepted
     parents = _parents(tree)
-    for name, values, sizes in (("tokens", tokens, (len(parents), len(parents) - 1)),
-                                ("scores", scores, (len(parents) - 1,))):
+    for name, values, sizes in (
+        ("tokens", tokens, (len(parents), len(parents) - 1)),
+        ("scores", scores, (len(parents) - 1,)),
+    ):
         if values is not None and len(values) not in sizes:
-            raise ValueError(f"{name} has {len(values)} entries; the tree has {len(parents) - 1} nodes and a root")
+            raise ValueError(
+                f"{name} has {len(values)} entries; the tree has {len(parents) - 1} nodes and a root"
+            )
     return parents, tokens, list(accepted_path or []), scores
 
 
-def draw_tree(tree, tokens=None, accepted_path=None, scores=None, decode: Decode | None = None, ax=None,
-              title: str | None = None, score_label: str = "score", norm=None, faint=None, outline=None,
-              cmap: str = "viridis", labels: Sequence[str] | None = None) -> Figure:
+def draw_tree(
+    tree,
+    tokens=None,
+    accepted_path=None,
+    scores=None,
+    decode: Decode | None = None,
+    ax=None,
+    title: str | None = None,
+    score_label: str = "score",
+    norm=None,
+    faint=None,
+    outline=None,
+    cmap: str = "viridis",
+    labels: Sequence[str] | None = None,
+) -> Figure:
     """Draw a token tree. `tokens`: [N + 1] (root first) or [N], shown through `decode`; `labels` [N + 1]:
     text to show instead; `scores` [N] colour the nodes (colour bar labelled `score_label`); `accepted_path`:
     the accepted nodes, drawn bold with their edges; `faint`: nodes drawn pale (EAGLE-2's pruned nodes);
@@ -97,36 +113,62 @@ def draw_tree(tree, tokens=None, accepted_path=None, scores=None, decode: Decode
     if labels is not None and len(labels) != len(parents):
         raise ValueError(f"labels has {len(labels)} entries; the tree has {len(parents)} with the root")
     x, y = tree_layout(parents)
-    fig = ax.figure if ax is not None else Figure(figsize=(2.2 + 1.7 * x.max(), 1.2 + 0.42 * (y.max() + 1)),
-                                                  layout="constrained")
+    fig = (
+        ax.figure
+        if ax is not None
+        else Figure(figsize=(2.2 + 1.7 * x.max(), 1.2 + 0.42 * (y.max() + 1)), layout="constrained")
+    )
     ax = ax if ax is not None else fig.add_subplot()
     faint, outline, on_path = set(faint or ()), set(outline or ()), set(accepted) | {0}
     colours = [ROOT] + [REJECTED] * (len(parents) - 1)
     if scores is not None:
-        norm = norm or mpl.colors.Normalize(min(scores), max(scores) if max(scores) > min(scores) else min(scores) + 1)
+        norm = norm or mpl.colors.Normalize(
+            min(scores), max(scores) if max(scores) > min(scores) else min(scores) + 1
+        )
         mapper = mpl.cm.ScalarMappable(norm=norm, cmap=cmap)
         colours[1:] = [mapper.to_rgba(s) for s in scores]
         fig.colorbar(mapper, ax=ax, label=score_label, fraction=0.04, pad=0.01)
     for u in range(1, len(parents)):
         p = parents[u]
         bold = u in on_path and p in on_path
-        ax.plot([x[p], x[u]], [y[p], y[u]], color="black" if bold else "#bdbdbd", lw=3 if bold else 1,
-                alpha=0.25 if u in faint else 1, zorder=1)
+        ax.plot(
+            [x[p], x[u]],
+            [y[p], y[u]],
+            color="black" if bold else "#bdbdbd",
+            lw=3 if bold else 1,
+            alpha=0.25 if u in faint else 1,
+            zorder=1,
+        )
     for u in range(len(parents)):
         if labels is not None:
             label = labels[u]
-        elif tokens is not None and (u > 0 or len(tokens) == len(parents)) and (u > 0 or tokens[0] is not None):
+        elif (
+            tokens is not None and (u > 0 or len(tokens) == len(parents)) and (u > 0 or tokens[0] is not None)
+        ):
             label = token_text(decode, tokens[u] if len(tokens) == len(parents) else tokens[u - 1])
         else:
             label = "root" if u == 0 else str(u)
         r, g, b, _ = mpl.colors.to_rgba(colours[u])
         light = 0.299 * r + 0.587 * g + 0.114 * b > 0.55
-        ax.text(x[u], y[u], label, ha="center", va="center", fontsize=8, zorder=3,
-                color="black" if light else "white", alpha=0.5 if u in faint else 1,
-                fontweight="bold" if u in on_path else "normal",
-                bbox=dict(boxstyle="round,pad=0.3", fc=colours[u], alpha=0.3 if u in faint else 1,
-                          ec=FRONTIER if u in outline else ("black" if u in on_path else "white"),
-                          lw=2.5 if (u in outline or u in on_path) else 0.5))
+        ax.text(
+            x[u],
+            y[u],
+            label,
+            ha="center",
+            va="center",
+            fontsize=8,
+            zorder=3,
+            color="black" if light else "white",
+            alpha=0.5 if u in faint else 1,
+            fontweight="bold" if u in on_path else "normal",
+            bbox=dict(
+                boxstyle="round,pad=0.3",
+                fc=colours[u],
+                alpha=0.3 if u in faint else 1,
+                ec=FRONTIER if u in outline else ("black" if u in on_path else "white"),
+                lw=2.5 if (u in outline or u in on_path) else 0.5,
+            ),
+        )
     ax.set_xlim(-0.6, x.max() + 0.6)
     ax.set_ylim(y.max() + 0.7, -0.7)
     ax.set_xticks(range(int(x.max()) + 1))
@@ -143,10 +185,15 @@ def plot_step(trace, decode: Decode | None = None, temperature: float = 1.0) -> 
     """One recorded verification (a StepTrace): colour = the target's probability of each node's token after
     its parent (what rejection sampling accepts a one-hot draft with), accepted path bold."""
     emitted = " ".join(token_text(decode, t) for t in trace.emitted)
-    fig = draw_tree(trace, decode=decode, scores=trace.target_probs(temperature), norm=mpl.colors.Normalize(0, 1),
-                    score_label="target p(token | parent)",
-                    title=f"{trace.method} step {trace.step}: {trace.num_nodes} nodes, {len(trace.accepted)} "
-                          f"accepted; emits [{emitted}] (last = {'bonus' if _is_bonus(trace) else 'recovered'})")
+    fig = draw_tree(
+        trace,
+        decode=decode,
+        scores=trace.target_probs(temperature),
+        norm=mpl.colors.Normalize(0, 1),
+        score_label="target p(token | parent)",
+        title=f"{trace.method} step {trace.step}: {trace.num_nodes} nodes, {len(trace.accepted)} "
+        f"accepted; emits [{emitted}] (last = {'bonus' if _is_bonus(trace) else 'recovered'})",
+    )
     return fig
 
 
@@ -170,7 +217,9 @@ def plot_tree_mask(tree, context_len: int = 3, ax=None) -> Figure:
     fig = ax.figure if ax is not None else Figure(figsize=(5.2, 4.6), layout="constrained")
     ax = ax if ax is not None else fig.add_subplot()
     cmap = mpl.colors.ListedColormap(["#f5f5f5", "#bdbdbd", "#9ecae1", "#08519c"])
-    ax.imshow(full, cmap=cmap, norm=mpl.colors.BoundaryNorm([0, 0.5, 1.25, 1.75, 2.5], 4), interpolation="nearest")
+    ax.imshow(
+        full, cmap=cmap, norm=mpl.colors.BoundaryNorm([0, 0.5, 1.25, 1.75, 2.5], 4), interpolation="nearest"
+    )
     ax.add_patch(Rectangle((c - 0.5, c - 0.5), n, n, fill=False, ec="#d62728", lw=2))
     labels = [f"c{i}" for i in range(c)] + ["root"] + [str(u) for u in range(1, n)]
     ax.set_xticks(range(c + n), labels, fontsize=7, rotation=90)
@@ -191,8 +240,11 @@ def plot_tree_buffers(tree, ax=None) -> Figure:
         path = "root" if u == 0 else (str(spec.paths[u - 1]) if spec.paths else "-")
         rows.append([str(u), path, str(spec.parents[u]), str(spec.depths[u])])
     retrieve = spec.retrieve_indices().tolist()
-    fig = ax.figure if ax is not None else Figure(figsize=(4.4, 0.5 + 0.22 * (len(rows) + len(retrieve) + 2)),
-                                                  layout="constrained")
+    fig = (
+        ax.figure
+        if ax is not None
+        else Figure(figsize=(4.4, 0.5 + 0.22 * (len(rows) + len(retrieve) + 2)), layout="constrained")
+    )
     ax = ax if ax is not None else fig.add_subplot()
     ax.axis("off")
     lines = [f"{a:>4}  {b:<14}{c:>6}  {d:>11}" for a, b, c, d in rows]
@@ -218,10 +270,17 @@ def plot_tree_overview(tree, context_len: int = 3, errors: str = "raise") -> Fig
     width = 1.5 + 1.1 * spec.depth
     fig = Figure(figsize=(width + 9.0, max(4.6, 1.2 + 0.3 * spec.num_nodes)), layout="constrained")
     ax_t, ax_m, ax_b = fig.subplots(1, 3, width_ratios=[width, 5, 4.5])
-    labels = None if spec.paths is None else ["root"] + [f"{u}: " + ",".join(map(str, p))
-                                                         for u, p in enumerate(spec.paths, start=1)]
-    draw_tree(spec, labels=labels, ax=ax_t,
-              title=f"{spec.num_nodes} nodes, depth {spec.depth} (labels: node: rank path)")
+    labels = (
+        None
+        if spec.paths is None
+        else ["root"] + [f"{u}: " + ",".join(map(str, p)) for u, p in enumerate(spec.paths, start=1)]
+    )
+    draw_tree(
+        spec,
+        labels=labels,
+        ax=ax_t,
+        title=f"{spec.num_nodes} nodes, depth {spec.depth} (labels: node: rank path)",
+    )
     plot_tree_mask(spec, context_len, ax=ax_m)
     plot_tree_buffers(spec, ax=ax_b)
     return fig
@@ -236,7 +295,9 @@ def plot_kv_compaction(trace, decode: Decode | None = None) -> Figure:
     n = len(parents)
     moves = [(node, depth) for depth, node in enumerate(accepted, start=1) if node != depth]
     if len(moves) != len(moved):
-        raise ValueError(f"kv_moved has {len(moved)} entries; the accepted path {accepted} moves {len(moves)} nodes")
+        raise ValueError(
+            f"kv_moved has {len(moved)} entries; the accepted path {accepted} moves {len(moves)} nodes"
+        )
     tokens = [getattr(trace, "root_token", None), *trace.node_tokens]
     fig = Figure(figsize=(max(6.0, 0.62 * n + 1.5), 3.2), layout="constrained")
     ax = fig.add_subplot()
@@ -244,26 +305,69 @@ def plot_kv_compaction(trace, decode: Decode | None = None) -> Figure:
     for i in range(n):
         kept = i == 0 or i in accepted
         label = "root" if i == 0 else f"{i}\n{token_text(decode, tokens[i], 6) if decode else ''}"
-        ax.add_patch(Rectangle((i, 1.6), 0.9, 0.8, fc=ROOT if i == 0 else (ACCEPTED if kept else REJECTED),
-                               ec="white", alpha=1 if kept else 0.6))
-        ax.text(i + 0.45, 2.0, label, ha="center", va="center", fontsize=7, color="white" if kept else "black")
+        ax.add_patch(
+            Rectangle(
+                (i, 1.6),
+                0.9,
+                0.8,
+                fc=ROOT if i == 0 else (ACCEPTED if kept else REJECTED),
+                ec="white",
+                alpha=1 if kept else 0.6,
+            )
+        )
+        ax.text(
+            i + 0.45, 2.0, label, ha="center", va="center", fontsize=7, color="white" if kept else "black"
+        )
         node = after_node.get(i)
-        ax.add_patch(Rectangle((i, 0), 0.9, 0.8, fc=ROOT if i == 0 else (ACCEPTED if node else "white"),
-                               ec="#757575", hatch=None if node is not None else "//", lw=0.6))
+        ax.add_patch(
+            Rectangle(
+                (i, 0),
+                0.9,
+                0.8,
+                fc=ROOT if i == 0 else (ACCEPTED if node else "white"),
+                ec="#757575",
+                hatch=None if node is not None else "//",
+                lw=0.6,
+            )
+        )
         if node is not None:
-            ax.text(i + 0.45, 0.4, "root" if i == 0 else str(node), ha="center", va="center", fontsize=7,
-                    color="white")
+            ax.text(
+                i + 0.45,
+                0.4,
+                "root" if i == 0 else str(node),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+            )
     for (node, depth), (src, dst) in zip(moves, moved):
-        ax.add_patch(FancyArrowPatch((node + 0.45, 1.6), (depth + 0.45, 0.8), arrowstyle="-|>",
-                                     mutation_scale=12, color="black", lw=1.2))
-        ax.text((node + depth) / 2 + 0.45, 1.2, f"{src}→{dst}", fontsize=7, ha="center",
-                bbox=dict(fc="white", ec="none", pad=0.5))
+        ax.add_patch(
+            FancyArrowPatch(
+                (node + 0.45, 1.6),
+                (depth + 0.45, 0.8),
+                arrowstyle="-|>",
+                mutation_scale=12,
+                color="black",
+                lw=1.2,
+            )
+        )
+        ax.text(
+            (node + depth) / 2 + 0.45,
+            1.2,
+            f"{src}→{dst}",
+            fontsize=7,
+            ha="center",
+            bbox=dict(fc="white", ec="none", pad=0.5),
+        )
     ax.set_xlim(-0.2, n + 0.1)
     ax.set_ylim(-0.3, 2.7)
     ax.set_yticks([0.4, 2.0], ["after", "before"])
     ax.set_xticks([i + 0.45 for i in range(n)], [f"ctx+{i}" for i in range(n)], fontsize=7, rotation=90)
-    ax.set_title(f"KV compaction: accepted path {accepted or '(none)'}, {len(moves)} slot copies "
-                 "(hatched: stale, overwritten by later tokens)", fontsize=9)
+    ax.set_title(
+        f"KV compaction: accepted path {accepted or '(none)'}, {len(moves)} slot copies "
+        "(hatched: stale, overwritten by later tokens)",
+        fontsize=9,
+    )
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
     return fig
@@ -276,17 +380,28 @@ def plot_expansion(tree, decode: Decode | None = None) -> Figure:
     colour = cumulative draft log-probability."""
     e = tree.expansion
     if e is None:
-        raise ValueError("the tree has no expansion: it comes from an EAGLE-2 (dynamic tree) step with tree_log on")
-    parents = [-1] + [0 if p < 0 else p + 1 for p in e.parents]  # node 0 is the root, generated node g is g + 1
+        raise ValueError(
+            "the tree has no expansion: it comes from an EAGLE-2 (dynamic tree) step with tree_log on"
+        )
+    parents = [-1] + [
+        0 if p < 0 else p + 1 for p in e.parents
+    ]  # node 0 is the root, generated node g is g + 1
     kept = {g + 1 for g in e.kept}
     accepted = [e.kept[u - 1] + 1 for u in (tree.accepted or [])]
     frontier = {g + 1 for f in e.frontiers for g in f}
     root = tree.root_token if hasattr(tree, "root_token") else None
-    fig = draw_tree(parents, tokens=[root, *e.tokens], accepted_path=accepted, scores=e.scores, decode=decode,
-                    faint=set(range(1, len(parents))) - kept, outline=frontier,
-                    score_label="cumulative draft log-prob",
-                    title=f"EAGLE-2: {len(e.tokens)} generated, {len(kept)} kept (solid), frontier ringed, "
-                          f"accepted path bold ({len(accepted)} nodes)")
+    fig = draw_tree(
+        parents,
+        tokens=[root, *e.tokens],
+        accepted_path=accepted,
+        scores=e.scores,
+        decode=decode,
+        faint=set(range(1, len(parents))) - kept,
+        outline=frontier,
+        score_label="cumulative draft log-prob",
+        title=f"EAGLE-2: {len(e.tokens)} generated, {len(kept)} kept (solid), frontier ringed, "
+        f"accepted path bold ({len(accepted)} nodes)",
+    )
     return fig
 
 
@@ -299,7 +414,15 @@ def plot_head_accuracy(per_rank, title: str = "Medusa heads on held-out text") -
     ax_h, ax_c = fig.subplots(1, 2)
     im = ax_h.imshow(a, cmap="Blues", vmin=0, vmax=max(a.max(), 1e-9), aspect="auto")
     for (i, r), v in np.ndenumerate(a):
-        ax_h.text(r, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="white" if v > a.max() / 2 else "black")
+        ax_h.text(
+            r,
+            i,
+            f"{v:.2f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="white" if v > a.max() / 2 else "black",
+        )
     ax_h.set_xticks(range(a.shape[1]), [str(r + 1) for r in range(a.shape[1])])
     ax_h.set_yticks(range(a.shape[0]), [f"head {i} (t+{i + 2})" for i in range(a.shape[0])])
     ax_h.set_xlabel("rank of the candidate")
@@ -318,17 +441,22 @@ def plot_head_accuracy(per_rank, title: str = "Medusa heads on held-out text") -
     return fig
 
 
-def plot_draft_vocab(sizes: Sequence[int], coverage: Sequence[float], lm_head_share: Sequence[float],
-                     num_tokens: int) -> Figure:
+def plot_draft_vocab(
+    sizes: Sequence[int], coverage: Sequence[float], lm_head_share: Sequence[float], num_tokens: int
+) -> Figure:
     """FR-Spec's trade: for each draft vocabulary size, the share of `num_tokens` held-out tokens it covers
     (what the head can still propose) and the lm_head's share of the weights a head forward reads (what the
     head still pays for scoring)."""
     if not (len(sizes) == len(coverage) == len(lm_head_share)) or not len(sizes):
-        raise ValueError(f"sizes, coverage and lm_head_share must have one entry each per size; got lengths "
-                         f"{len(sizes)}, {len(coverage)}, {len(lm_head_share)}")
+        raise ValueError(
+            f"sizes, coverage and lm_head_share must have one entry each per size; got lengths "
+            f"{len(sizes)}, {len(coverage)}, {len(lm_head_share)}"
+        )
     fig = Figure(figsize=(7, 3.6), layout="constrained")
     ax = fig.subplots()
-    ax.plot(sizes, coverage, "o-", color=ACCEPTED, label=f"held-out tokens in the vocabulary (of {num_tokens})")
+    ax.plot(
+        sizes, coverage, "o-", color=ACCEPTED, label=f"held-out tokens in the vocabulary (of {num_tokens})"
+    )
     ax.plot(sizes, lm_head_share, "s--", color=FRONTIER, label="lm_head's share of a head forward's weights")
     for x, c in zip(sizes, coverage):
         ax.annotate(f"{c:.0%}", (x, c), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
@@ -342,14 +470,21 @@ def plot_draft_vocab(sizes: Sequence[int], coverage: Sequence[float], lm_head_sh
     return fig
 
 
-def plot_vocab_trade(sizes: Sequence[int], tokens_per_forward: Sequence[float], stderr: Sequence[float],
-                     draft_cost: Sequence[float], vocab_size: int) -> Figure:
+def plot_vocab_trade(
+    sizes: Sequence[int],
+    tokens_per_forward: Sequence[float],
+    stderr: Sequence[float],
+    draft_cost: Sequence[float],
+    vocab_size: int,
+) -> Figure:
     """A truncated draft vocabulary, measured per size: tokens per target forward (± standard error) on the
     left, the drafting call's time per step as a share of a plain decoding step (c) on the right; the size equal
     to `vocab_size` is the whole vocabulary."""
     if not (len(sizes) == len(tokens_per_forward) == len(stderr) == len(draft_cost)) or not len(sizes):
-        raise ValueError(f"sizes, tokens_per_forward, stderr and draft_cost must have one entry each per size; got "
-                         f"lengths {len(sizes)}, {len(tokens_per_forward)}, {len(stderr)}, {len(draft_cost)}")
+        raise ValueError(
+            f"sizes, tokens_per_forward, stderr and draft_cost must have one entry each per size; got "
+            f"lengths {len(sizes)}, {len(tokens_per_forward)}, {len(stderr)}, {len(draft_cost)}"
+        )
     labels = ["all" if n == vocab_size else str(n) for n in sizes]
     colors = [ROOT if n == vocab_size else FRONTIER for n in sizes]
     x = np.arange(len(sizes))
@@ -385,8 +520,15 @@ def plot_calibration(buckets, title: str = "EAGLE draft scores against acceptanc
     fig = Figure(figsize=(5.6, 4.6), layout="constrained")
     ax = fig.add_subplot()
     ax.plot([0, 1], [0, 1], "--", color="#9e9e9e", label="perfect calibration")
-    ax.errorbar(xs, rate, yerr=[rate - lo, hi - rate], fmt="o-", capsize=3, color="#d62728",
-                label="measured (95% interval)")
+    ax.errorbar(
+        xs,
+        rate,
+        yerr=[rate - lo, hi - rate],
+        fmt="o-",
+        capsize=3,
+        color="#d62728",
+        label="measured (95% interval)",
+    )
     for x, r, b in zip(xs, rate, used):
         ax.annotate(f"n={b.count}", (x, r), textcoords="offset points", xytext=(4, -10), fontsize=7)
     ax.set_xlim(0, 1)
@@ -427,21 +569,37 @@ def plot_per_depth(rows: dict[str, tuple[Sequence[int], int]], title: str = "per
     return fig
 
 
-def plot_grid_heatmaps(panels: dict[str, np.ndarray], row_values: Sequence, col_values: Sequence,
-                       row_label: str, col_label: str, fmt: str = "{:.2f}") -> Figure:
+def plot_grid_heatmaps(
+    panels: dict[str, np.ndarray],
+    row_values: Sequence,
+    col_values: Sequence,
+    row_label: str,
+    col_label: str,
+    fmt: str = "{:.2f}",
+) -> Figure:
     """One annotated heatmap per panel (title -> [rows, cols] array; NaN cells are left blank)."""
     fig = Figure(figsize=(4.6 * len(panels), 3.6), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
     for ax, (name, values) in zip(axes, panels.items()):
         v = np.asarray(values, dtype=np.float64)
         if v.shape != (len(row_values), len(col_values)):
-            raise ValueError(f"panel {name!r} has shape {v.shape}; expected {(len(row_values), len(col_values))}")
+            raise ValueError(
+                f"panel {name!r} has shape {v.shape}; expected {(len(row_values), len(col_values))}"
+            )
         im = ax.imshow(v, cmap="viridis", aspect="auto")
         finite = v[np.isfinite(v)]
         mid = finite.mean() if finite.size else 0
         for (i, j), x in np.ndenumerate(v):
             if np.isfinite(x):
-                ax.text(j, i, fmt.format(x), ha="center", va="center", fontsize=8, color="white" if x < mid else "black")
+                ax.text(
+                    j,
+                    i,
+                    fmt.format(x),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if x < mid else "black",
+                )
         ax.set_xticks(range(len(col_values)), [str(c) for c in col_values])
         ax.set_yticks(range(len(row_values)), [str(r) for r in row_values])
         ax.set_xlabel(col_label)
@@ -451,8 +609,11 @@ def plot_grid_heatmaps(panels: dict[str, np.ndarray], row_values: Sequence, col_
     return fig
 
 
-def plot_tree_curve(curve: Sequence[float], points: dict[str, tuple[int, float]] | None = None,
-                    measured: dict[str, tuple[int, float]] | None = None) -> Figure:
+def plot_tree_curve(
+    curve: Sequence[float],
+    points: dict[str, tuple[int, float]] | None = None,
+    measured: dict[str, tuple[int, float]] | None = None,
+) -> Figure:
     """Predicted tokens per target forward of the best tree of n nodes (line); `points`: other trees'
     predictions (name -> (nodes, E)), hollow markers; `measured`: engine measurements (name -> (nodes, E)),
     filled markers of the same shape and colour as the same name's prediction."""
@@ -464,7 +625,16 @@ def plot_tree_curve(curve: Sequence[float], points: dict[str, tuple[int, float]]
     marker = {name: "sD^vP*Xo<>"[i % 10] for i, name in enumerate(names)}
     colour = {name: f"C{(i + 1) % 10}" for i, name in enumerate(names)}
     for name, (nodes, e) in (points or {}).items():
-        ax.plot(nodes, e, marker[name], ms=9, mfc="none", mew=1.8, color=colour[name], label=f"{name}, model: {e:.2f}")
+        ax.plot(
+            nodes,
+            e,
+            marker[name],
+            ms=9,
+            mfc="none",
+            mew=1.8,
+            color=colour[name],
+            label=f"{name}, model: {e:.2f}",
+        )
     for name, (nodes, e) in (measured or {}).items():
         ax.plot(nodes, e, marker[name], ms=7, color=colour[name], label=f"{name}, measured: {e:.2f}")
     ax.set_xlabel("nodes verified per step")
@@ -475,15 +645,23 @@ def plot_tree_curve(curve: Sequence[float], points: dict[str, tuple[int, float]]
     return fig
 
 
-def plot_emitted_distribution(p, frequencies: dict[str, np.ndarray], decode: Decode | None = None,
-                              top: int = 8, title: str = "first emitted token") -> Figure:
+def plot_emitted_distribution(
+    p,
+    frequencies: dict[str, np.ndarray],
+    decode: Decode | None = None,
+    top: int = 8,
+    title: str = "first emitted token",
+) -> Figure:
     """Bars over the target's `top` likeliest tokens: the target distribution p and each method's empirical
     frequencies (name -> [V] counts or shares); the remaining mass is pooled in "other"."""
     p = np.asarray(p, dtype=np.float64)
     order = np.argsort(-p, kind="stable")[:top]
     fig = Figure(figsize=(8.5, 3.8), layout="constrained")
     ax = fig.add_subplot()
-    series = {"target p": p, **{k: np.asarray(v, dtype=np.float64) / np.sum(v) for k, v in frequencies.items()}}
+    series = {
+        "target p": p,
+        **{k: np.asarray(v, dtype=np.float64) / np.sum(v) for k, v in frequencies.items()},
+    }
     width = 0.8 / len(series)
     xs = np.arange(top + 1)
     for j, (name, dist) in enumerate(series.items()):
@@ -497,7 +675,9 @@ def plot_emitted_distribution(p, frequencies: dict[str, np.ndarray], decode: Dec
     return fig
 
 
-def plot_alignment(tokens: Sequence[int], decode: Decode | None, predicted: Sequence[int] | None = None) -> Figure:
+def plot_alignment(
+    tokens: Sequence[int], decode: Decode | None, predicted: Sequence[int] | None = None
+) -> Figure:
     """EAGLE's shifted alignment on a prompt x_0 .. x_{n-1}: draft entry p reads the token x_{p+1} and the
     target's feature f_p, sits at position p and predicts x_{p+2}; `predicted` [n - 2] are the draft's
     argmax predictions per entry (green when they equal x_{p+2})."""
@@ -508,33 +688,90 @@ def plot_alignment(tokens: Sequence[int], decode: Decode | None, predicted: Sequ
     ax = fig.add_subplot()
     rows = {"token x_p": 3, "target feature f_p": 2, "draft entry p reads": 1, "draft predicts": 0}
     for p in range(n):
-        ax.text(p, 3, token_text(decode, tokens[p], 7), ha="center", va="center", fontsize=8,
-                bbox=dict(boxstyle="round", fc="#deebf7", ec="none"))
-        ax.text(p, 2, f"f{p}", ha="center", va="center", fontsize=8, bbox=dict(boxstyle="round", fc="#fdd0a2", ec="none"))
+        ax.text(
+            p,
+            3,
+            token_text(decode, tokens[p], 7),
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox=dict(boxstyle="round", fc="#deebf7", ec="none"),
+        )
+        ax.text(
+            p,
+            2,
+            f"f{p}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox=dict(boxstyle="round", fc="#fdd0a2", ec="none"),
+        )
         if p <= n - 2:
-            ax.text(p, 1, f"x{p + 1}, f{p}", ha="center", va="center", fontsize=7,
-                    bbox=dict(boxstyle="round", fc="#e5e5e5", ec="none"))
-            ax.add_patch(FancyArrowPatch((p + 1, 2.75), (p + 0.1, 1.25), arrowstyle="-|>", mutation_scale=8,
-                                         color="#6baed6", lw=0.8))
-            ax.add_patch(FancyArrowPatch((p, 1.78), (p, 1.25), arrowstyle="-|>", mutation_scale=8,
-                                         color="#fd8d3c", lw=0.8))
+            ax.text(
+                p,
+                1,
+                f"x{p + 1}, f{p}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                bbox=dict(boxstyle="round", fc="#e5e5e5", ec="none"),
+            )
+            ax.add_patch(
+                FancyArrowPatch(
+                    (p + 1, 2.75),
+                    (p + 0.1, 1.25),
+                    arrowstyle="-|>",
+                    mutation_scale=8,
+                    color="#6baed6",
+                    lw=0.8,
+                )
+            )
+            ax.add_patch(
+                FancyArrowPatch(
+                    (p, 1.78), (p, 1.25), arrowstyle="-|>", mutation_scale=8, color="#fd8d3c", lw=0.8
+                )
+            )
         if predicted is not None and p < len(predicted):
             right = p + 2 < n and int(predicted[p]) == int(tokens[p + 2])
-            ax.text(p, 0, token_text(decode, predicted[p], 7), ha="center", va="center", fontsize=8,
-                    bbox=dict(boxstyle="round", fc=ACCEPTED if right else "#fcbba1", ec="none"))
+            ax.text(
+                p,
+                0,
+                token_text(decode, predicted[p], 7),
+                ha="center",
+                va="center",
+                fontsize=8,
+                bbox=dict(boxstyle="round", fc=ACCEPTED if right else "#fcbba1", ec="none"),
+            )
     ax.set_yticks(list(rows.values()), list(rows))
     ax.set_xticks(range(n), [f"p={p}" for p in range(n)], fontsize=7)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(-0.6, 3.6)
     for side in ("top", "right", "left", "bottom"):
         ax.spines[side].set_visible(False)
-    ax.set_title("EAGLE's alignment: entry p reads (x_{p+1}, f_p) and predicts x_{p+2} "
-                 "(green: equal to the text's x_{p+2})", fontsize=10)
+    ax.set_title(
+        "EAGLE's alignment: entry p reads (x_{p+1}, f_p) and predicts x_{p+2} "
+        "(green: equal to the text's x_{p+2})",
+        fontsize=10,
+    )
     return fig
 
 
 __all__ = [
-    "draw_tree", "message_figure", "plot_alignment", "plot_calibration", "plot_emitted_distribution", "plot_expansion",
-    "plot_grid_heatmaps", "plot_head_accuracy", "plot_kv_compaction", "plot_per_depth", "plot_step",
-    "plot_tree_buffers", "plot_tree_curve", "plot_tree_mask", "plot_tree_overview", "token_text", "tree_layout",
+    "draw_tree",
+    "message_figure",
+    "plot_alignment",
+    "plot_calibration",
+    "plot_emitted_distribution",
+    "plot_expansion",
+    "plot_grid_heatmaps",
+    "plot_head_accuracy",
+    "plot_kv_compaction",
+    "plot_per_depth",
+    "plot_step",
+    "plot_tree_buffers",
+    "plot_tree_curve",
+    "plot_tree_mask",
+    "plot_tree_overview",
+    "token_text",
+    "tree_layout",
 ]

@@ -28,29 +28,51 @@ def memory_bytes(device: torch.device) -> int:
 def check_memory(nbytes: int, device: torch.device, what: str) -> None:
     available = memory_bytes(device)
     if nbytes > available:
-        raise ValueError(f"{what} would take {nbytes / 2**30:.1f} GiB; {device} has "
-                         f"{available / 2**30:.1f} GiB. Lower num_kv_blocks or block_size")
+        raise ValueError(
+            f"{what} would take {nbytes / 2**30:.1f} GiB; {device} has "
+            f"{available / 2**30:.1f} GiB. Lower num_kv_blocks or block_size"
+        )
 
 
-def bytes_per_block(num_layers: int, num_kv_heads: int, head_dim: int, block_size: int, dtype: torch.dtype) -> int:
+def bytes_per_block(
+    num_layers: int, num_kv_heads: int, head_dim: int, block_size: int, dtype: torch.dtype
+) -> int:
     return 2 * num_layers * num_kv_heads * head_dim * block_size * dtype.itemsize
 
 
 def allocate_kv_caches(
-    num_layers: int, num_kv_heads: int, head_dim: int, num_blocks: int, block_size: int, dtype: torch.dtype,
-    device: torch.device, what: str = "the KV cache",
+    num_layers: int,
+    num_kv_heads: int,
+    head_dim: int,
+    num_blocks: int,
+    block_size: int,
+    dtype: torch.dtype,
+    device: torch.device,
+    what: str = "the KV cache",
 ) -> list[torch.Tensor]:
     """One [2, num_blocks * block_size, num_kv_heads, head_dim] tensor (keys, values) per layer, zeroed."""
-    check_memory(num_blocks * bytes_per_block(num_layers, num_kv_heads, head_dim, block_size, dtype), device,
-                 f"{what} ({num_blocks} blocks)")
+    check_memory(
+        num_blocks * bytes_per_block(num_layers, num_kv_heads, head_dim, block_size, dtype),
+        device,
+        f"{what} ({num_blocks} blocks)",
+    )
     shape = (2, num_blocks * block_size, num_kv_heads, head_dim)
     return [torch.zeros(shape, dtype=dtype, device=device) for _ in range(num_layers)]
 
 
-def allocate_for_model(model, num_blocks: int, block_size: int, device: torch.device,
-                       what: str = "the KV cache") -> list[torch.Tensor]:
+def allocate_for_model(
+    model, num_blocks: int, block_size: int, device: torch.device, what: str = "the KV cache"
+) -> list[torch.Tensor]:
     """The caches of a LlamaForCausalLM-shaped model, in its weights' dtype."""
     arch = model.config
     dtype = model.model.embed_tokens.weight.dtype
-    return allocate_kv_caches(arch.num_hidden_layers, arch.num_key_value_heads, arch.head_dim, num_blocks,
-                              block_size, dtype, device, what)
+    return allocate_kv_caches(
+        arch.num_hidden_layers,
+        arch.num_key_value_heads,
+        arch.head_dim,
+        num_blocks,
+        block_size,
+        dtype,
+        device,
+        what,
+    )

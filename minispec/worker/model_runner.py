@@ -104,7 +104,9 @@ class ModelRunner(TreeVerificationMixin):
         self.timer = PhaseTimer(None)
         if speculative_config is not None:
             self._init_spec_decode(speculative_config)
-        drafter_eager = enforce_eager if speculative_config is None else speculative_config.drafter_eager(enforce_eager)
+        drafter_eager = (
+            enforce_eager if speculative_config is None else speculative_config.drafter_eager(enforce_eager)
+        )
         for net, eager in ((model, enforce_eager), (self._drafter_network(), drafter_eager)):
             if net is None:
                 continue
@@ -115,7 +117,11 @@ class ModelRunner(TreeVerificationMixin):
 
     def _drafter_network(self) -> torch.nn.Module | None:
         """The drafter's own network: a draft model, an EAGLE head, Medusa's heads (None for n-gram lookup)."""
-        for name, kind in (("model", DraftModelProposer), ("draft", EagleProposer), ("heads", MedusaProposer)):
+        for name, kind in (
+            ("model", DraftModelProposer),
+            ("draft", EagleProposer),
+            ("heads", MedusaProposer),
+        ):
             if isinstance(self.drafter, kind):
                 return getattr(self.drafter, name)
         return None
@@ -171,14 +177,17 @@ class ModelRunner(TreeVerificationMixin):
             token_ids.extend(tokens)
         dev = self.device
         # positions, slot_mapping, key_slots, query/output indices and the (tree) mask, on the host
-        attn_metadata = causal_metadata(padded_block_table(block_table), context_lens, num_sched, self.block_size,
-                                        dev, custom_masks)
+        attn_metadata = causal_metadata(
+            padded_block_table(block_table), context_lens, num_sched, self.block_size, dev, custom_masks
+        )
         sampling_rows = [i for i, r in enumerate(reqs) if r.num_computed_tokens >= r.num_tokens]
         rope_positions = attn_metadata.slot_positions  # [T]
         if position_offsets:
             rope_positions = rope_positions.clone()
             for b, offsets in position_offsets.items():
-                rope_positions[query_start_loc[b] : query_start_loc[b + 1]] = torch.from_numpy(context_lens[b] + offsets)
+                rope_positions[query_start_loc[b] : query_start_loc[b + 1]] = torch.from_numpy(
+                    context_lens[b] + offsets
+                )
         return InputBatch(
             input_ids=torch.tensor(token_ids, dtype=torch.long, device=dev),
             positions=rope_positions,
@@ -233,8 +242,10 @@ class ModelRunner(TreeVerificationMixin):
             for j, i in enumerate(rows):
                 root = last_index[j] - (paths[j][-1] if paths[j] else 0)
                 valid_rows[i] = np.concatenate(
-                    [np.arange(batch.query_start_loc[i], root + 1, dtype=np.int64),
-                     root + np.array(paths[j], dtype=np.int64)]
+                    [
+                        np.arange(batch.query_start_loc[i], root + 1, dtype=np.int64),
+                        root + np.array(paths[j], dtype=np.int64),
+                    ]
                 )
         elif any(num_draft_tokens):
             token_ids, spec_logprobs = self._verify(
@@ -243,7 +254,9 @@ class ModelRunner(TreeVerificationMixin):
             # the last accepted draft's position (the one that produced the bonus or recovered token)
             last_index = last_index - np.array(num_draft_tokens) + [len(t) - 1 for t in token_ids]
             for j, i in enumerate(rows):
-                valid_rows[i] = slice(int(batch.query_start_loc[i]), int(last_index[j]) + 1)  # one run of rows
+                valid_rows[i] = slice(
+                    int(batch.query_start_loc[i]), int(last_index[j]) + 1
+                )  # one run of rows
                 self._record_accepted(reqs[j].request_id, list(range(1, len(token_ids[j]))))
         else:
             logits_indices = torch.from_numpy(last_index).to(self.device)  # [B_s]
@@ -267,8 +280,9 @@ class ModelRunner(TreeVerificationMixin):
         if self.drafter is not None:
             spec_token_ids = [[] for _ in so.scheduled_requests]
             if len(so.scheduled_requests) < (self.disable_by_batch_size or float("inf")):
-                drafts = self.propose_draft_token_ids(reqs, token_ids, sampling_metadata, out.hidden_states,
-                                                      last_index)
+                drafts = self.propose_draft_token_ids(
+                    reqs, token_ids, sampling_metadata, out.hidden_states, last_index
+                )
                 for j, d in enumerate(drafts):
                     spec_token_ids[rows[j]] = d
             self.timer.mark("propose")
@@ -295,13 +309,17 @@ class ModelRunner(TreeVerificationMixin):
         """Drafts for the next step, one list per sampling request (vLLM: one branch per method)."""
         method = self.speculative_config.method
         if method == "ngram":
-            histories = [np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(reqs, sampled_token_ids)]
+            histories = [
+                np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(reqs, sampled_token_ids)
+            ]
             return self.drafter.propose(histories)
         if method == "medusa":
             if len(last_index) == 1:  # one request: its row as a view, not a gather
                 rows = hidden_states[int(last_index[0]) : int(last_index[0]) + 1]  # [1, H]
             else:
-                rows = hidden_states[torch.as_tensor(last_index, dtype=torch.long, device=self.device)]  # [B, H]
+                rows = hidden_states[
+                    torch.as_tensor(last_index, dtype=torch.long, device=self.device)
+                ]  # [B, H]
             return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata, rows)
         return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata)  # draft_model, eagle, eagle3
 
@@ -338,10 +356,17 @@ class ModelRunner(TreeVerificationMixin):
             starts = np.cumsum([0, *(n + 1 for n in num_draft_tokens)])
             for j, (r, d, tokens) in enumerate(zip(reqs, drafts, token_ids)):
                 if d:
-                    self.verification_log.append(VerificationRecord(
-                        r.request_id, list(range(-1, len(d))), list(d), logits[starts[j] : starts[j + 1]].cpu(),
-                        list(range(1, len(tokens))), tokens[-1], [],
-                    ))
+                    self.verification_log.append(
+                        VerificationRecord(
+                            r.request_id,
+                            list(range(-1, len(d))),
+                            list(d),
+                            logits[starts[j] : starts[j + 1]].cpu(),
+                            list(range(1, len(tokens))),
+                            tokens[-1],
+                            [],
+                        )
+                    )
         return token_ids, logprobs
 
     # ---- what EAGLE reads from the target --------------------------------------------------------------
@@ -355,7 +380,9 @@ class ModelRunner(TreeVerificationMixin):
             index = valid_rows.get(i)
             if index is None:
                 index = slice(int(batch.query_start_loc[i]), int(batch.query_start_loc[i + 1]))
-            if not isinstance(index, slice):  # a tree's accepted path (int64); a slice is a view, not a gather
+            if not isinstance(
+                index, slice
+            ):  # a tree's accepted path (int64); a slice is a view, not a gather
                 index = torch.from_numpy(index).to(self.device)
             aux = [a[index] for a in out.aux_hidden_states] if out.aux_hidden_states else None
             self.drafter.add_target_features(
@@ -381,6 +408,7 @@ class ModelRunner(TreeVerificationMixin):
                 probs = torch.nn.functional.one_hot(torch.tensor(d), self.vocab_size).float().to(self.device)
             rows.append(probs[:n])
         return torch.cat(rows)
+
 
 def _to_logprob_dicts(
     per_request: list[LogprobsTensors | None], reqs: list[Request]

@@ -113,10 +113,13 @@ class TreeVerificationMixin:
             if sampling_metadata.max_num_logprobs is not None:
                 # the token emitted at depth i came from the logits at the path's node i - 1 (the root first)
                 rows_used = torch.tensor([offset + node for node in [0, *path]], device=logits.device)
-                logprobs.append(gather_logprobs(
-                    compute_logprobs(logits[rows_used]), sampling_metadata.max_num_logprobs,
-                    torch.tensor(tokens, device=logits.device),
-                ))
+                logprobs.append(
+                    gather_logprobs(
+                        compute_logprobs(logits[rows_used]),
+                        sampling_metadata.max_num_logprobs,
+                        torch.tensor(tokens, device=logits.device),
+                    )
+                )
             offset += len(d) + 1
             self._record_accepted(r.request_id, path)
             last_index.append(starts[j] + (path[-1] if path else 0))
@@ -129,13 +132,22 @@ class TreeVerificationMixin:
                 table = np.asarray(block_table[rows[j]])
                 node_pos, depth_pos = context + np.array(moved).T  # [2, m] cache positions
                 src.append(table[node_pos // self.block_size] * self.block_size + node_pos % self.block_size)
-                dst.append(table[depth_pos // self.block_size] * self.block_size + depth_pos % self.block_size)
+                dst.append(
+                    table[depth_pos // self.block_size] * self.block_size + depth_pos % self.block_size
+                )
                 slots_moved = list(zip(src[-1].tolist(), dst[-1].tolist()))
             if self.verification_log is not None:
-                self.verification_log.append(VerificationRecord(
-                    r.request_id, list(tree.parents), list(d), logits[offset - len(d) - 1 : offset].cpu(),
-                    list(path), int(final), slots_moved,
-                ))
+                self.verification_log.append(
+                    VerificationRecord(
+                        r.request_id,
+                        list(tree.parents),
+                        list(d),
+                        logits[offset - len(d) - 1 : offset].cpu(),
+                        list(path),
+                        int(final),
+                        slots_moved,
+                    )
+                )
         if src:
             compact_kv_cache(self.kv_caches, np.concatenate(src).tolist(), np.concatenate(dst).tolist())
         return token_ids, np.array(last_index), paths, (logprobs or None)
@@ -149,7 +161,6 @@ class TreeVerificationMixin:
         else:
             final = _sampling_draw(node_logits, generator)(best)
         return tree.ancestors(best)[1:], final
-
 
 
 def _greedy_rows(md: SamplingMetadata, num_rows: int) -> list[bool]:

@@ -43,7 +43,7 @@ def resolve(model: str) -> str:
     if not isinstance(model, str):
         raise ValueError(f"model={model!r} must be a str: a path, a hub name or 'zoo:<name>'")
     if model.startswith(ZOO_PREFIX):
-        return str(path(model[len(ZOO_PREFIX):]))
+        return str(path(model[len(ZOO_PREFIX) :]))
     return model
 
 

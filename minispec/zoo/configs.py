@@ -56,21 +56,33 @@ class ZooModelSpec:
 PRESETS: dict[str, dict[str, ZooModelSpec]] = {
     "full": {
         "target": ZooModelSpec(
-            hidden_size=384, num_hidden_layers=6, num_attention_heads=6, num_key_value_heads=2,
+            hidden_size=384,
+            num_hidden_layers=6,
+            num_attention_heads=6,
+            num_key_value_heads=2,
             intermediate_size=1024,
         ),
         "draft": ZooModelSpec(
-            hidden_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+            hidden_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
             intermediate_size=384,
         ),
     },
     "tiny": {
         "target": ZooModelSpec(
-            hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
             intermediate_size=128,
         ),
         "draft": ZooModelSpec(
-            hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
             intermediate_size=64,
         ),
     },

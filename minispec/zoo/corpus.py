@@ -153,9 +153,7 @@ def heldout_prompts(
     Every prompt starts at the beginning of a line.
     """
     if (num_tokens is None) == (num_chars is None):
-        raise ValueError(
-            f"num_tokens={num_tokens!r}, num_chars={num_chars!r}: give exactly one of them"
-        )
+        raise ValueError(f"num_tokens={num_tokens!r}, num_chars={num_chars!r}: give exactly one of them")
     if num_tokens is not None:
         tokenizer = _tokenizer(None)
         return [tokenizer.decode(ids) for ids in heldout_prompt_ids(n, num_tokens, seed)]

@@ -92,7 +92,10 @@ def acceptance(
 
 @torch.no_grad()
 def on_target_text(
-    target: torch.nn.Module, draft: torch.nn.Module, prompts: torch.Tensor, num_new: int = 64,
+    target: torch.nn.Module,
+    draft: torch.nn.Module,
+    prompts: torch.Tensor,
+    num_new: int = 64,
     ks: tuple[int, ...] = (4, 7, 11),
 ) -> dict:
     """The draft on the text speculative decoding shows it: each prompt [num_prompts, P] continued greedily by the
@@ -122,8 +125,13 @@ def on_target_text(
                 pos, calls, tokens = pos + run + 1, calls + 1, tokens + run + 1
         lengths[k] = tokens / calls
     agreement = sum(sum(row[:num_new]) for row in match) / (len(match) * num_new)
-    return {"num_prompts": len(match), "num_new": num_new, "agreement": agreement, "overlap": overlap,
-            "mean_acceptance_length": lengths}
+    return {
+        "num_prompts": len(match),
+        "num_new": num_new,
+        "agreement": agreement,
+        "overlap": overlap,
+        "mean_acceptance_length": lengths,
+    }
 
 
 def load_model(folder: str | Path) -> torch.nn.Module:
@@ -131,8 +139,15 @@ def load_model(folder: str | Path) -> torch.nn.Module:
     return AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
 
 
-def evaluate(models_dir: Path, num_windows: int, seq_len: int, num_prompts: int, prompt_tokens: int,
-             k: int, draft_dir: Path | None = None) -> dict:
+def evaluate(
+    models_dir: Path,
+    num_windows: int,
+    seq_len: int,
+    num_prompts: int,
+    prompt_tokens: int,
+    k: int,
+    draft_dir: Path | None = None,
+) -> dict:
     tokenizer_file = models_dir / "target" / "tokenizer.json"
     windows = eval_windows(corpus.token_stream("heldout", tokenizer_file), num_windows, seq_len)
     folders = {"target": models_dir / "target", "draft": draft_dir or models_dir / "draft"}
@@ -187,10 +202,13 @@ def markdown(report: dict) -> str:
         lines += [
             "",
             "| on the target's text | next-token agreement | distribution overlap | "
-            + " | ".join(f"E at k = {k}" for k in ks) + " |",
+            + " | ".join(f"E at k = {k}" for k in ks)
+            + " |",
             "|---|---|---|" + "---|" * len(ks),
             f"| {text['num_prompts']} prompts + {text['num_new']} greedy tokens | {text['agreement']:.3f} "
-            f"| {text['overlap']:.3f} | " + " | ".join(f"{v:.2f}" for v in text["mean_acceptance_length"].values()) + " |",
+            f"| {text['overlap']:.3f} | "
+            + " | ".join(f"{v:.2f}" for v in text["mean_acceptance_length"].values())
+            + " |",
         ]
     return "\n".join(lines)
 
@@ -206,13 +224,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--prompts", type=int, default=200)
     parser.add_argument("--prompt-tokens", type=int, default=64)
     parser.add_argument("-k", type=int, default=4)
-    parser.add_argument("--draft", type=Path, default=None, help="another draft's folder (default: the zoo's)")
+    parser.add_argument(
+        "--draft", type=Path, default=None, help="another draft's folder (default: the zoo's)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = parser.parse_args(argv)
     torch.set_num_threads(2)
     start = time.time()
-    report = evaluate(args.models_dir, args.windows, args.seq_len, args.prompts, args.prompt_tokens, args.k,
-                      args.draft)
+    report = evaluate(
+        args.models_dir, args.windows, args.seq_len, args.prompts, args.prompt_tokens, args.k, args.draft
+    )
     print(markdown(report))
     print(f"\n(evaluated in {time.time() - start:.0f} s)")
     if args.json:

@@ -33,8 +33,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-files", type=int, default=None, help="count only the first N training files")
     args = ap.parse_args(argv)
     counts = count_tokens(MODELS_DIR / "tokenizer" / "tokenizer.json", args.max_files)
-    source = (f"minispec zoo training split ({'all' if args.max_files is None else args.max_files} files, "
-              f"{int(counts.sum())} tokens), the zoo tokenizer")
+    source = (
+        f"minispec zoo training split ({'all' if args.max_files is None else args.max_files} files, "
+        f"{int(counts.sum())} tokens), the zoo tokenizer"
+    )
     for folder in args.folders:
         print(write_token_counts(folder, counts, source))
 

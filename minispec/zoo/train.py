@@ -50,13 +50,22 @@ def sample_batch(stream: np.ndarray, batch_size: int, seq_len: int, rng: np.rand
     return torch.from_numpy(np.stack([stream[s : s + seq_len + 1] for s in starts]).astype(np.int64))
 
 
-def greedy_windows(base, stream: np.ndarray, num_windows: int, seq_len: int, prompt_len: int,
-                   rng: np.random.Generator, batch_size: int = 32) -> torch.Tensor:
+def greedy_windows(
+    base,
+    stream: np.ndarray,
+    num_windows: int,
+    seq_len: int,
+    prompt_len: int,
+    rng: np.random.Generator,
+    batch_size: int = 32,
+) -> torch.Tensor:
     """[num_windows, seq_len + 1]: random `prompt_len`-token windows of `stream`, each continued by the base
     model's greedy tokens (transformers, with a KV cache) up to seq_len + 1 tokens."""
     windows = []
     for start in range(0, num_windows, batch_size):
-        prompts = sample_batch(stream, min(batch_size, num_windows - start), prompt_len - 1, rng)  # [b, prompt_len]
+        prompts = sample_batch(
+            stream, min(batch_size, num_windows - start), prompt_len - 1, rng
+        )  # [b, prompt_len]
         windows.append(torch.cat([prompts, greedy_tokens(base, prompts, seq_len + 1 - prompt_len)], dim=1))
     return torch.cat(windows)
 
@@ -114,30 +123,47 @@ def train_stage(name: str, args: argparse.Namespace) -> dict:
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=lr, betas=(0.9, 0.95),
+        lr=lr,
+        betas=(0.9, 0.95),
     )
     rng = np.random.default_rng(args.seed + len(sessions))
     distilled = None  # [N, seq_len + 1] the target's own greedy text (--self-distill), else the corpus
     distill_seconds = 0.0  # generating it (not counted in train_seconds)
     if teacher is not None and args.self_distill:  # each session draws new windows (its rng's seed differs)
         started = time.time()
-        distilled = greedy_windows(teacher, train_ids, args.self_distill, args.seq_len, args.prompt_len, rng,
-                                   batch_size=256)  # wide batches: the target reads its weights once per 256 rows
+        distilled = greedy_windows(
+            teacher, train_ids, args.self_distill, args.seq_len, args.prompt_len, rng, batch_size=256
+        )  # wide batches: the target reads its weights once per 256 rows
         distill_seconds = time.time() - started
-        print(f"[{name}] {len(distilled)} greedy windows of the target in {distill_seconds:.0f} s", flush=True)
+        print(
+            f"[{name}] {len(distilled)} greedy windows of the target in {distill_seconds:.0f} s", flush=True
+        )
     log = {
-        "name": name, "preset": args.preset, "spec": spec.to_dict(), "vocab_size": vocab_size,
-        "params": sum(p.numel() for p in model.parameters()), "matmul_params": spec.matmul_params(vocab_size),
-        "batch_size": batch_size, "seq_len": args.seq_len, "lr": lr, "seed": args.seed,
-        "kd_weight": args.kd_weight if teacher is not None else 0.0, "budget_minutes": minutes,
+        "name": name,
+        "preset": args.preset,
+        "spec": spec.to_dict(),
+        "vocab_size": vocab_size,
+        "params": sum(p.numel() for p in model.parameters()),
+        "matmul_params": spec.matmul_params(vocab_size),
+        "batch_size": batch_size,
+        "seq_len": args.seq_len,
+        "lr": lr,
+        "seed": args.seed,
+        "kd_weight": args.kd_weight if teacher is not None else 0.0,
+        "budget_minutes": minutes,
         "self_distill_windows": len(distilled) if distilled is not None else 0,
         "self_distill_seconds": round(distill_seconds, 1),
         "prompt_len": args.prompt_len if distilled is not None else None,
-        "budget_steps": args.steps, "train_tokens_available": int(len(train_ids)),
-        "previous_sessions": sessions, "history": [],
+        "budget_steps": args.steps,
+        "train_tokens_available": int(len(train_ids)),
+        "previous_sessions": sessions,
+        "history": [],
     }
-    print(f"[{name}] {log['params'] / 1e6:.2f}M parameters, {len(train_ids) / 1e6:.2f}M train tokens, "
-          f"budget {f'{args.steps} steps' if args.steps else f'{minutes} min'}", flush=True)
+    print(
+        f"[{name}] {log['params'] / 1e6:.2f}M parameters, {len(train_ids) / 1e6:.2f}M train tokens, "
+        f"budget {f'{args.steps} steps' if args.steps else f'{minutes} min'}",
+        flush=True,
+    )
 
     budget_s = minutes * 60.0
     bar = tqdm(total=args.steps or int(budget_s), unit="step" if args.steps else "s", desc=name)
@@ -173,9 +199,16 @@ def train_stage(name: str, args: argparse.Namespace) -> dict:
         bar.update(1 if args.steps else int(time.time() - start) - bar.n)
         bar.set_postfix(loss=f"{loss.item():.3f}", ce=f"{ce.item():.3f}")
         if step % args.log_every == 0 or step == 1:
-            row = {"step": step, "seconds": round(time.time() - start, 1), "tokens": tokens_seen,
-                   "lr": optimizer.param_groups[0]["lr"], "loss": loss.item(), "ce": ce.item(),
-                   "kd": kd.item(), "grad_norm": grad_norm.item()}
+            row = {
+                "step": step,
+                "seconds": round(time.time() - start, 1),
+                "tokens": tokens_seen,
+                "lr": optimizer.param_groups[0]["lr"],
+                "loss": loss.item(),
+                "ce": ce.item(),
+                "kd": kd.item(),
+                "grad_norm": grad_norm.item(),
+            }
             log["history"].append(row)
             tqdm.write(json.dumps(row))
         if time.time() - last_save > args.checkpoint_minutes * 60:
@@ -184,19 +217,24 @@ def train_stage(name: str, args: argparse.Namespace) -> dict:
     bar.close()
 
     seconds = time.time() - start
-    log.update(steps=step + sum(x["steps"] for x in sessions),
-               tokens_seen=tokens_seen + sum(x["tokens_seen"] for x in sessions),
-               train_seconds=round(seconds + sum(x["train_seconds"] for x in sessions), 1),
-               session=dict(steps=step, tokens_seen=tokens_seen, train_seconds=round(seconds, 1)),
-               final_train_ce=log["history"][-1]["ce"] if log["history"] else None)
+    log.update(
+        steps=step + sum(x["steps"] for x in sessions),
+        tokens_seen=tokens_seen + sum(x["tokens_seen"] for x in sessions),
+        train_seconds=round(seconds + sum(x["train_seconds"] for x in sessions), 1),
+        session=dict(steps=step, tokens_seen=tokens_seen, train_seconds=round(seconds, 1)),
+        final_train_ce=log["history"][-1]["ce"] if log["history"] else None,
+    )
     save_model(model, out_dir, tokenizer_dir, log)
     shipped = load_model(out_dir)  # evaluate the bfloat16 weights that ship
     loss = heldout_loss(shipped, windows)
     log.update(heldout_loss=loss, heldout_ppl=math.exp(loss), eval_windows=args.eval_windows)
     (out_dir / "train_log.json").write_text(json.dumps(log, indent=1) + "\n")
-    print(f"[{name}] {log['steps']} steps, {log['tokens_seen'] / 1e6:.2f}M tokens in "
-          f"{log['train_seconds'] / 60:.1f} min; "
-          f"held-out loss {loss:.3f} (perplexity {math.exp(loss):.1f}) -> {out_dir}", flush=True)
+    print(
+        f"[{name}] {log['steps']} steps, {log['tokens_seen'] / 1e6:.2f}M tokens in "
+        f"{log['train_seconds'] / 60:.1f} min; "
+        f"held-out loss {loss:.3f} (perplexity {math.exp(loss):.1f}) -> {out_dir}",
+        flush=True,
+    )
     return log
 
 
@@ -206,8 +244,20 @@ def _previous_sessions(out_dir: Path) -> list[dict]:
     if not log_file.is_file():
         return []
     log = json.loads(log_file.read_text())
-    keys = ("steps", "tokens_seen", "train_seconds", "batch_size", "lr", "budget_minutes", "heldout_loss", "seed",
-            "kd_weight", "self_distill_windows", "self_distill_seconds", "prompt_len")
+    keys = (
+        "steps",
+        "tokens_seen",
+        "train_seconds",
+        "batch_size",
+        "lr",
+        "budget_minutes",
+        "heldout_loss",
+        "seed",
+        "kd_weight",
+        "self_distill_windows",
+        "self_distill_seconds",
+        "prompt_len",
+    )
     if "session" not in log:  # a checkpoint written mid-run: count what its history shows
         last = log["history"][-1] if log["history"] else {"step": 0, "tokens": 0, "seconds": 0.0}
         log.update(steps=last["step"], tokens_seen=last["tokens"], train_seconds=last["seconds"])
@@ -229,8 +279,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("stage", choices=["all", "tokenizer", "target", "draft"])
     parser.add_argument("--out", type=Path, default=MODELS_DIR, help="zoo folder (default: the package's)")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="full")
-    parser.add_argument("--minutes", type=float, default=None,
-                        help="time budget per model (default: target 40, draft 20)")
+    parser.add_argument(
+        "--minutes", type=float, default=None, help="time budget per model (default: target 40, draft 20)"
+    )
     parser.add_argument("--target-minutes", type=float, default=None, help="for `all`")
     parser.add_argument("--draft-minutes", type=float, default=None, help="for `all`")
     parser.add_argument("--steps", type=int, default=None, help="a step budget instead of a time budget")
@@ -239,17 +290,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=None, help="peak lr (default: target 1e-3, draft 3e-3)")
     parser.add_argument("--warmup-steps", type=int, default=50)
     parser.add_argument("--kd-weight", type=float, default=0.75, help="draft loss = (1-w) CE + w KL")
-    parser.add_argument("--self-distill", type=int, default=0, metavar="N",
-                        help="the draft trains on N windows the target continued greedily (default 0: the corpus)")
-    parser.add_argument("--prompt-len", type=int, default=64, help="corpus tokens before each greedy continuation")
+    parser.add_argument(
+        "--self-distill",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the draft trains on N windows the target continued greedily (default 0: the corpus)",
+    )
+    parser.add_argument(
+        "--prompt-len", type=int, default=64, help="corpus tokens before each greedy continuation"
+    )
     parser.add_argument("--vocab-size", type=int, default=4096)
     parser.add_argument("--max-files", type=int, default=None, help="use the first N files of each split")
     parser.add_argument("--eval-windows", type=int, default=64)
     parser.add_argument("--log-every", type=int, default=25)
     parser.add_argument("--checkpoint-minutes", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--resume", action="store_true",
-                        help="start from the weights saved in --out (a checkpoint or a finished model)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="start from the weights saved in --out (a checkpoint or a finished model)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-bf16", dest="bf16", action="store_false", help="train in float32")
     args = parser.parse_args(argv)
@@ -260,8 +321,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.self_distill < 0:
         raise ValueError(f"--self-distill={args.self_distill} must be 0 (off) or a number of windows")
     if args.self_distill and args.stage != "draft":
-        raise ValueError(f"--self-distill={args.self_distill} trains the draft on the target's text: only with the "
-                         f"stage 'draft', not {args.stage!r}")
+        raise ValueError(
+            f"--self-distill={args.self_distill} trains the draft on the target's text: only with the "
+            f"stage 'draft', not {args.stage!r}"
+        )
     if args.self_distill and not 0 < args.prompt_len <= args.seq_len:
         raise ValueError(f"--prompt-len={args.prompt_len} must be in [1, --seq-len={args.seq_len}]")
     if not 0.0 <= args.kd_weight <= 1.0:

@@ -94,7 +94,9 @@ def build_draft(version: int, hf_target, draft_vocab_ids: torch.Tensor | None, f
         draft = EagleLlamaForCausalLM(cfg, lent, fc_bias=fc_bias)
         layer = draft.layers[0]
     else:
-        draft = Eagle3LlamaForCausalLM(cfg, len(draft_vocab_ids), spread_aux_layers(cfg.num_hidden_layers), lent)
+        draft = Eagle3LlamaForCausalLM(
+            cfg, len(draft_vocab_ids), spread_aux_layers(cfg.num_hidden_layers), lent
+        )
         draft.set_draft_vocab(draft_vocab_ids)
         draft.lm_head.weight.data.copy_(hf_target.lm_head.weight.data[draft_vocab_ids.sort().values])
         layer = draft.midlayer
@@ -103,7 +105,8 @@ def build_draft(version: int, hf_target, draft_vocab_ids: torch.Tensor | None, f
         if version == 1:
             attn = target_layer.self_attn
             layer.self_attn.qkv_proj.weight.copy_(
-                torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]))
+                torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
+            )
         layer.self_attn.o_proj.weight.copy_(target_layer.self_attn.o_proj.weight)
         mlp = target_layer.mlp
         layer.mlp.gate_up_proj.weight.copy_(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]))
@@ -166,8 +169,9 @@ def losses(draft, version, batch, hf_target, args, device, ttt_steps: int | None
 
 
 @torch.no_grad()
-def heldout_acceptance(draft_dir: Path, target_dir: Path, num_prompts: int = 200, prompt_len: int = 64,
-                       k: int = 4) -> dict:
+def heldout_acceptance(
+    draft_dir: Path, target_dir: Path, num_prompts: int = 200, prompt_len: int = 64, k: int = 4
+) -> dict:
     """Chain drafting as the engine does it, on held-out prompts: the target's greedy token g_1 after the
     prompt is known, the shipped head (float32) drafts k more; draft i counts when drafts 1..i equal g_2..g_{i+1}."""
     from minispec.core.kv_cache_manager import KVCacheManager
@@ -179,8 +183,11 @@ def heldout_acceptance(draft_dir: Path, target_dir: Path, num_prompts: int = 200
 
     hf_target = load_model(target_dir)
     target = get_model(target_dir)
-    cls = Eagle3LlamaForCausalLM if "draft_vocab_size" in json.loads((draft_dir / "config.json").read_text()) \
+    cls = (
+        Eagle3LlamaForCausalLM
+        if "draft_vocab_size" in json.loads((draft_dir / "config.json").read_text())
         else EagleLlamaForCausalLM
+    )
     draft = cls.from_pretrained(draft_dir, target)
     version = 3 if cls is Eagle3LlamaForCausalLM else 1
     prompts = torch.tensor(corpus.heldout_prompt_ids(num_prompts, prompt_len, tokenizer_dir=target_dir))
@@ -189,10 +196,16 @@ def heldout_acceptance(draft_dir: Path, target_dir: Path, num_prompts: int = 200
         wanted = greedy_tokens(hf_target, batch, k + 1)  # [b, k + 1]
         feats, _, _ = target_features(hf_target, batch, version, draft.aux_hidden_layers)
         blocks = len(batch) * (prompt_len + 2 * k + 16) // 16 + 1
-        caches = allocate_kv_caches(1, draft.config.num_key_value_heads, draft.config.head_dim, blocks, 16,
-                                    torch.float32, torch.device("cpu"))
-        proposer = EagleProposer(draft, caches, KVCacheManager(blocks, 16),
-                                 k, prompt_len + 2 * k + 8)
+        caches = allocate_kv_caches(
+            1,
+            draft.config.num_key_value_heads,
+            draft.config.head_dim,
+            blocks,
+            16,
+            torch.float32,
+            torch.device("cpu"),
+        )
+        proposer = EagleProposer(draft, caches, KVCacheManager(blocks, 16), k, prompt_len + 2 * k + 8)
         requests = []
         for i, prompt in enumerate(batch.tolist()):
             proposer.add_target_features(str(i), feats[i])
@@ -201,9 +214,13 @@ def heldout_acceptance(draft_dir: Path, target_dir: Path, num_prompts: int = 200
         drafts = torch.tensor(proposer.propose(requests, wanted[:, :1].tolist(), greedy))  # [b, k]
         matches.append((drafts == wanted[:, 1:]).long().cumprod(dim=1))
     per_position = torch.cat(matches).float().mean(0).tolist()
-    return {"k": k, "num_prompts": num_prompts, "prompt_len": prompt_len,
-            "p_first_i_accepted": [round(p, 4) for p in per_position],
-            "mean_acceptance_length": round(1.0 + sum(per_position), 4)}
+    return {
+        "k": k,
+        "num_prompts": num_prompts,
+        "prompt_len": prompt_len,
+        "p_first_i_accepted": [round(p, 4) for p in per_position],
+        "mean_acceptance_length": round(1.0 + sum(per_position), 4),
+    }
 
 
 class _Prompt:
@@ -232,8 +249,10 @@ def resume_from(draft, folder: Path) -> None:
     saved = cls.from_pretrained(folder)
     missing, unexpected = draft.load_state_dict(saved.state_dict(), strict=False)
     if missing or unexpected:
-        raise ValueError(f"--resume: {folder} does not fit this draft (missing {missing[:3]}, "
-                         f"unexpected {unexpected[:3]}); pass the options it was trained with")
+        raise ValueError(
+            f"--resume: {folder} does not fit this draft (missing {missing[:3]}, "
+            f"unexpected {unexpected[:3]}); pass the options it was trained with"
+        )
 
 
 def previous_sessions(folder: Path) -> list[dict]:
@@ -242,8 +261,15 @@ def previous_sessions(folder: Path) -> list[dict]:
     if not log_file.is_file():
         return []
     log = json.loads(log_file.read_text())
-    keys = ("steps", "train_seconds", "lr", "budget_minutes", "ttt_ramp", "heldout_top1_per_step",
-            "heldout_acceptance")
+    keys = (
+        "steps",
+        "train_seconds",
+        "lr",
+        "budget_minutes",
+        "ttt_ramp",
+        "heldout_top1_per_step",
+        "heldout_acceptance",
+    )
     return [*log.get("previous_sessions", []), {k: log[k] for k in keys if k in log}]
 
 
@@ -254,8 +280,15 @@ def save_checkpoint(folder: Path, draft, optimizer, step: int, seconds: float, r
     """Everything a stopped run needs to go on where it stopped (float32 weights, AdamW moments, step, time
     spent, the batch sampler's state, the log so far), written atomically to folder/trainer_state.pt."""
     folder.mkdir(parents=True, exist_ok=True)
-    state = {"draft": draft.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "seconds": seconds,
-             "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "log": log}
+    state = {
+        "draft": draft.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "step": step,
+        "seconds": seconds,
+        "rng": rng.bit_generator.state,
+        "torch_rng": torch.get_rng_state(),
+        "log": log,
+    }
     torch.save(state, folder / (CHECKPOINT + ".tmp"))
     (folder / (CHECKPOINT + ".tmp")).replace(folder / CHECKPOINT)
 
@@ -286,25 +319,40 @@ def train(args: argparse.Namespace) -> dict:
     checkpointed = args.resume and (out_dir / CHECKPOINT).is_file()
     sessions = previous_sessions(out_dir) if args.resume and not checkpointed else []
     draft = build_draft(args.version, hf_target, draft_ids, args.fc_bias)
-    if args.resume and not checkpointed:  # continue from saved weights; optimizer and lr schedule start afresh
+    if (
+        args.resume and not checkpointed
+    ):  # continue from saved weights; optimizer and lr schedule start afresh
         resume_from(draft, out_dir)
     draft.train()
     params = [p for p in draft.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
     rng = np.random.default_rng(args.seed + len(sessions))
     shown = "zoo:target" if target_dir.resolve() == (MODELS_DIR / "target").resolve() else str(target_dir)
-    log = {"name": name, "version": args.version, "target": shown, "batch_size": args.batch_size,
-           "seq_len": args.seq_len, "lr": args.lr, "budget_minutes": args.minutes, "budget_steps": args.steps,
-           "params": sum(p.numel() for p in params), "history": []}
+    log = {
+        "name": name,
+        "version": args.version,
+        "target": shown,
+        "batch_size": args.batch_size,
+        "seq_len": args.seq_len,
+        "lr": args.lr,
+        "budget_minutes": args.minutes,
+        "budget_steps": args.steps,
+        "params": sum(p.numel() for p in params),
+        "history": [],
+    }
     if sessions:
         log["previous_sessions"] = sessions
     if args.version == 1:
         log["fc_bias"] = args.fc_bias
     if draft_ids is not None:
         coverage = float(np.isin(train_ids, draft_ids.numpy()).mean())
-        log.update(draft_vocab_size=len(draft_ids), draft_vocab_coverage=coverage,
-                   aux_hidden_layers=list(draft.aux_hidden_layers), ttt_steps=args.ttt_steps,
-                   ttt_ramp=args.ttt_ramp)
+        log.update(
+            draft_vocab_size=len(draft_ids),
+            draft_vocab_coverage=coverage,
+            aux_hidden_layers=list(draft.aux_hidden_layers),
+            ttt_steps=args.ttt_steps,
+            ttt_ramp=args.ttt_ramp,
+        )
     step, spent = 0, 0.0
     if checkpointed:  # a stopped run: the same schedule goes on from its last checkpoint
         step, spent, log = load_checkpoint(out_dir, draft, optimizer, rng)
@@ -329,9 +377,14 @@ def train(args: argparse.Namespace) -> dict:
         optimizer.step()
         step += 1
         if step % args.log_every == 0 or step == 1:
-            row = {"step": step, "seconds": round(time.time() - start, 1), "loss": loss.item(), "lr": group["lr"],
-                   **({"unroll": unroll} if args.version == 3 else {}),
-                   "top1_per_step": [round(a, 4) for a in accs]}
+            row = {
+                "step": step,
+                "seconds": round(time.time() - start, 1),
+                "loss": loss.item(),
+                "lr": group["lr"],
+                **({"unroll": unroll} if args.version == 3 else {}),
+                "top1_per_step": [round(a, 4) for a in accs],
+            }
             log["history"].append(row)
             print(json.dumps(row), flush=True)
         if args.save_every and time.time() - saved_at >= args.save_every * 60:
@@ -340,8 +393,11 @@ def train(args: argparse.Namespace) -> dict:
     draft.eval()
     with torch.no_grad():
         accs = [losses(draft, args.version, w, hf_target, args, device)[1] for w in windows.split(8)]
-    log.update(steps=step, train_seconds=round(time.time() - start, 1),
-               heldout_top1_per_step=[round(float(np.mean(a)), 4) for a in zip(*accs)])
+    log.update(
+        steps=step,
+        train_seconds=round(time.time() - start, 1),
+        heldout_top1_per_step=[round(float(np.mean(a)), 4) for a in zip(*accs)],
+    )
     draft.save_pretrained(out_dir)
     for name_ in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         if (target_dir / name_).is_file():
@@ -350,13 +406,17 @@ def train(args: argparse.Namespace) -> dict:
     (out_dir / CHECKPOINT).unlink(missing_ok=True)  # the head is saved: nothing left to continue
     log["heldout_acceptance"] = heldout_acceptance(out_dir, target_dir, args.acceptance_prompts)
     (out_dir / "train_log.json").write_text(json.dumps(log, indent=1) + "\n")
-    print(f"[{name}] {step} steps; held-out top-1 per step {log['heldout_top1_per_step']}; acceptance "
-          f"{log['heldout_acceptance']} -> {out_dir}")
+    print(
+        f"[{name}] {step} steps; held-out top-1 per step {log['heldout_top1_per_step']}; acceptance "
+        f"{log['heldout_acceptance']} -> {out_dir}"
+    )
     return log
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m minispec.zoo.train_eagle", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m minispec.zoo.train_eagle", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--version", type=int, choices=[1, 3], required=True)
     parser.add_argument("--minutes", type=float, default=12.0)
     parser.add_argument("--steps", type=int, default=None, help="a step budget instead of a time budget")
@@ -367,27 +427,45 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--warmup-steps", type=int, default=20)
     parser.add_argument("--noise", type=float, default=0.1, help="EAGLE-1 feature noise U(-noise, noise)")
-    parser.add_argument("--fc-bias", action="store_true",
-                        help="EAGLE-1: give fc a bias (the original EAGLE-1 checkpoints have one; vLLM's fc has none)")
+    parser.add_argument(
+        "--fc-bias",
+        action="store_true",
+        help="EAGLE-1: give fc a bias (the original EAGLE-1 checkpoints have one; vLLM's fc has none)",
+    )
     parser.add_argument("--ttt-steps", type=int, default=3, help="EAGLE-3 unrolled steps")
-    parser.add_argument("--ttt-ramp", type=float, default=0.3,
-                        help="EAGLE-3: the unroll grows from 1 to --ttt-steps over this fraction of the budget")
+    parser.add_argument(
+        "--ttt-ramp",
+        type=float,
+        default=0.3,
+        help="EAGLE-3: the unroll grows from 1 to --ttt-steps over this fraction of the budget",
+    )
     parser.add_argument("--draft-vocab", type=int, default=3072, help="EAGLE-3 draft vocabulary size")
     parser.add_argument("--max-files", type=int, default=None)
     parser.add_argument("--eval-windows", type=int, default=32)
     parser.add_argument("--acceptance-prompts", type=int, default=200)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--resume", action="store_true",
-                        help=f"go on from the {CHECKPOINT} of a stopped run in --out, else start from the head "
-                             "saved there (a fresh optimizer and lr schedule)")
-    parser.add_argument("--save-every", type=float, default=5.0,
-                        help=f"minutes between checkpoints ({CHECKPOINT} in the head's folder, removed when the "
-                             "run ends; --resume goes on from it); 0: none")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help=f"go on from the {CHECKPOINT} of a stopped run in --out, else start from the head "
+        "saved there (a fresh optimizer and lr schedule)",
+    )
+    parser.add_argument(
+        "--save-every",
+        type=float,
+        default=5.0,
+        help=f"minutes between checkpoints ({CHECKPOINT} in the head's folder, removed when the "
+        "run ends; --resume goes on from it); 0: none",
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--bf16", dest="bf16", action="store_true",
-                        help="bfloat16 autocast (off by default: on a CPU without native bfloat16 it made a step "
-                             "15x slower than float32)")
+    parser.add_argument(
+        "--bf16",
+        dest="bf16",
+        action="store_true",
+        help="bfloat16 autocast (off by default: on a CPU without native bfloat16 it made a step "
+        "15x slower than float32)",
+    )
     parser.add_argument("--no-bf16", dest="bf16", action="store_false", help="float32 (the default)")
     args = parser.parse_args(argv)
     for name in ("minutes", "steps", "batch_size", "seq_len", "ttt_steps", "draft_vocab"):

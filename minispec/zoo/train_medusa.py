@@ -49,7 +49,9 @@ def base_hidden_states(base, input_ids: torch.Tensor, bf16: bool) -> torch.Tenso
         return base.model(input_ids=input_ids).last_hidden_state.float()
 
 
-def medusa_loss(heads: Medusa, hidden: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, list[float]]:
+def medusa_loss(
+    heads: Medusa, hidden: torch.Tensor, tokens: torch.Tensor
+) -> tuple[torch.Tensor, list[float]]:
     """Sum over heads of 0.8^i x CE(head_i(h_t), token_{t+2+i}); hidden [b, s, H], tokens [b, s]."""
     total, per_head = 0.0, []
     for i, head in enumerate(heads.heads):
@@ -82,8 +84,16 @@ def head_accuracy(heads: Medusa, base, windows: torch.Tensor, bf16: bool, batch_
 def init_heads(base, num_heads: int, num_layers: int, original_lm_head: bool = False) -> Medusa:
     """Heads whose projections start as the base model's lm_head; under original_lm_head they share it, frozen."""
     cfg = base.config
-    heads = Medusa(MedusaConfig(num_heads, num_layers, cfg.hidden_size, cfg.vocab_size, "zoo:target",
-                                original_lm_head=original_lm_head))
+    heads = Medusa(
+        MedusaConfig(
+            num_heads,
+            num_layers,
+            cfg.hidden_size,
+            cfg.vocab_size,
+            "zoo:target",
+            original_lm_head=original_lm_head,
+        )
+    )
     with torch.no_grad():
         for head in heads.heads:
             head[-1].weight.copy_(base.lm_head.weight.float())
@@ -107,12 +117,30 @@ def train(args: argparse.Namespace) -> dict:
     if args.self_distill:
         started = time.time()
         distilled = greedy_windows(base, train_ids, args.self_distill, args.seq_len, args.prompt_len, rng)
-        print(f"[medusa] {len(distilled)} greedy windows of the target in {time.time() - started:.0f} s", flush=True)
-    base_name = "zoo:target" if Path(args.target).resolve() == (MODELS_DIR / "target").resolve() else str(args.target)
-    log = {"name": "medusa", "base": base_name, "num_heads": args.num_heads,
-           "num_layers": args.num_layers, "original_lm_head": args.original_lm_head, "batch_size": args.batch_size, "seq_len": args.seq_len,
-           "lr": args.lr, "seed": args.seed, "self_distill_windows": args.self_distill, "prompt_len": args.prompt_len, "budget_minutes": args.minutes, "budget_steps": args.steps,
-           "loss_decay": LOSS_DECAY, "history": []}
+        print(
+            f"[medusa] {len(distilled)} greedy windows of the target in {time.time() - started:.0f} s",
+            flush=True,
+        )
+    base_name = (
+        "zoo:target" if Path(args.target).resolve() == (MODELS_DIR / "target").resolve() else str(args.target)
+    )
+    log = {
+        "name": "medusa",
+        "base": base_name,
+        "num_heads": args.num_heads,
+        "num_layers": args.num_layers,
+        "original_lm_head": args.original_lm_head,
+        "batch_size": args.batch_size,
+        "seq_len": args.seq_len,
+        "lr": args.lr,
+        "seed": args.seed,
+        "self_distill_windows": args.self_distill,
+        "prompt_len": args.prompt_len,
+        "budget_minutes": args.minutes,
+        "budget_steps": args.steps,
+        "loss_decay": LOSS_DECAY,
+        "history": [],
+    }
     budget_s = args.minutes * 60.0
     start, step = time.time(), 0
     while True:
@@ -125,7 +153,9 @@ def train(args: argparse.Namespace) -> dict:
         if distilled is None:
             batch = sample_batch(train_ids, args.batch_size, args.seq_len, rng)[:, :-1]  # [b, seq]
         else:
-            batch = distilled[torch.from_numpy(rng.integers(0, len(distilled), args.batch_size)), :-1]  # [b, seq]
+            batch = distilled[
+                torch.from_numpy(rng.integers(0, len(distilled), args.batch_size)), :-1
+            ]  # [b, seq]
         hidden = base_hidden_states(base, batch, args.bf16)  # [b, seq, H]
         loss, per_head = medusa_loss(heads, hidden, batch)
         optimizer.zero_grad(set_to_none=True)
@@ -134,8 +164,12 @@ def train(args: argparse.Namespace) -> dict:
         optimizer.step()
         step += 1
         if step % args.log_every == 0 or step == 1:
-            row = {"step": step, "seconds": round(time.time() - start, 1), "loss": round(loss.item(), 4),
-                   "ce_per_head": [round(c, 4) for c in per_head]}
+            row = {
+                "step": step,
+                "seconds": round(time.time() - start, 1),
+                "loss": round(loss.item(), 4),
+                "ce_per_head": [round(c, 4) for c in per_head],
+            }
             log["history"].append(row)
             print(json.dumps(row), flush=True)
     log.update(steps=step, train_seconds=round(time.time() - start, 1))
@@ -145,13 +179,18 @@ def train(args: argparse.Namespace) -> dict:
     log["heldout"] = {**head_accuracy(shipped, base, windows, args.bf16), "eval_windows": args.eval_windows}
     log["paper_top1_vicuna_7b"] = list(PAPER_TOP1_VICUNA_7B)
     (out / "train_log.json").write_text(json.dumps(log, indent=1) + "\n")
-    print(f"[medusa] {step} steps in {log['train_seconds'] / 60:.1f} min -> {out}; held-out top-1 "
-          f"{log['heldout']['top1']}, top-5 {log['heldout']['top5']}", flush=True)
+    print(
+        f"[medusa] {step} steps in {log['train_seconds'] / 60:.1f} min -> {out}; held-out top-1 "
+        f"{log['heldout']['top1']}, top-5 {log['heldout']['top5']}",
+        flush=True,
+    )
     return log
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m minispec.zoo.train_medusa", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m minispec.zoo.train_medusa", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--target", type=Path, default=MODELS_DIR / "target", help="frozen base model folder")
     parser.add_argument("--out", type=Path, default=MODELS_DIR / "medusa")
     parser.add_argument("--num-heads", type=int, default=4)
@@ -166,20 +205,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--eval-windows", type=int, default=64)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--self-distill", type=int, default=0, metavar="N",
-                        help="train on N windows continued by the target's own greedy tokens (Medusa-2)")
-    parser.add_argument("--prompt-len", type=int, default=32, help="corpus tokens before each greedy continuation")
+    parser.add_argument(
+        "--self-distill",
+        type=int,
+        default=0,
+        metavar="N",
+        help="train on N windows continued by the target's own greedy tokens (Medusa-2)",
+    )
+    parser.add_argument(
+        "--prompt-len", type=int, default=32, help="corpus tokens before each greedy continuation"
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--original-lm-head", action="store_true",
-                        help="one projection for every head: the base model's lm_head, frozen (vLLM's original_lm_head)")
+    parser.add_argument(
+        "--original-lm-head",
+        action="store_true",
+        help="one projection for every head: the base model's lm_head, frozen (vLLM's original_lm_head)",
+    )
     parser.add_argument("--no-bf16", dest="bf16", action="store_false", help="base forward in float32")
     args = parser.parse_args(argv)
     if args.self_distill < 0:
         raise ValueError(f"--self-distill={args.self_distill} must be 0 (off) or a number of windows")
     if args.self_distill and args.prompt_len > args.seq_len:
         raise ValueError(f"--prompt-len={args.prompt_len} must be at most --seq-len={args.seq_len}")
-    for name in ("num_heads", "num_layers", "minutes", "steps", "batch_size", "lr", "max_files", "eval_windows",
-                 "prompt_len"):
+    for name in (
+        "num_heads",
+        "num_layers",
+        "minutes",
+        "steps",
+        "batch_size",
+        "lr",
+        "max_files",
+        "eval_windows",
+        "prompt_len",
+    ):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise ValueError(f"--{name.replace('_', '-')}={value} must be positive")

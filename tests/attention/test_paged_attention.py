@@ -54,11 +54,17 @@ def test_varlen_batch_equals_each_request_alone(dtype):
     start = 0
     for b, (ctx, new) in enumerate(zip(context_lens.tolist(), query_lens.tolist())):
         qb = q[start : start + new].transpose(0, 1)[None]  # [1, H, new, D]
-        kb, vb = (t.repeat_interleave(HEADS // KV_HEADS, 1).transpose(0, 1)[None] for t in (full_k[b], full_v[b]))
-        visible = torch.arange(ctx + new)[None, :] <= ctx + torch.arange(new)[:, None]  # causal over the request
+        kb, vb = (
+            t.repeat_interleave(HEADS // KV_HEADS, 1).transpose(0, 1)[None] for t in (full_k[b], full_v[b])
+        )
+        visible = (
+            torch.arange(ctx + new)[None, :] <= ctx + torch.arange(new)[:, None]
+        )  # causal over the request
         expected = F.scaled_dot_product_attention(qb.float(), kb.float(), vb.float(), attn_mask=visible)
         tol = 1e-5 if dtype == torch.float32 else 2e-2
-        torch.testing.assert_close(out[start : start + new].float(), expected[0].transpose(0, 1), rtol=tol, atol=tol)
+        torch.testing.assert_close(
+            out[start : start + new].float(), expected[0].transpose(0, 1), rtol=tol, atol=tol
+        )
         start += new
 
 
@@ -74,8 +80,9 @@ def test_last_query_only_writes_every_key_and_attends_as_the_last_row():
     caches, outs = [], []
     for last_only in (False, True):
         kv_cache = torch.randn(2, 9 * BLOCK, KV_HEADS, HEAD_DIM, generator=torch.Generator().manual_seed(1))
-        meta = causal_metadata(block_table, context_lens.numpy(), query_lens.numpy(), BLOCK,
-                               last_query_only=last_only)
+        meta = causal_metadata(
+            block_table, context_lens.numpy(), query_lens.numpy(), BLOCK, last_query_only=last_only
+        )
         outs.append(PagedAttention(HEADS, KV_HEADS, HEAD_DIM)(q, k, v, kv_cache, meta))
         caches.append(kv_cache)
     assert torch.equal(caches[0], caches[1])
@@ -86,8 +93,9 @@ def test_last_query_only_writes_every_key_and_attends_as_the_last_row():
 
 def test_last_query_only_takes_no_custom_masks():
     with pytest.raises(ValueError, match="last_query_only"):
-        causal_metadata([[0]], [0], [2], BLOCK, custom_masks={0: torch.ones(2, 2, dtype=torch.bool)},
-                        last_query_only=True)
+        causal_metadata(
+            [[0]], [0], [2], BLOCK, custom_masks={0: torch.ones(2, 2, dtype=torch.bool)}, last_query_only=True
+        )
 
 
 def test_consecutive_key_start_only_for_one_request_in_consecutive_blocks():
@@ -114,7 +122,11 @@ def test_consecutive_keys_are_read_as_a_view_with_the_gathers_result(tree):
             while p >= 0:
                 mask[i, p], p = True, parents[p]
         masks = {0: mask}
-    q, k, v = torch.randn(5, HEADS, HEAD_DIM), torch.randn(5, KV_HEADS, HEAD_DIM), torch.randn(5, KV_HEADS, HEAD_DIM)
+    q, k, v = (
+        torch.randn(5, HEADS, HEAD_DIM),
+        torch.randn(5, KV_HEADS, HEAD_DIM),
+        torch.randn(5, KV_HEADS, HEAD_DIM),
+    )
     outs, caches = [], []
     for view in (True, False):
         meta = causal_metadata(table, context, new, BLOCK, custom_masks=masks)
@@ -140,8 +152,9 @@ def test_attention_in_loops_is_sdpa(dtype, num_q, kv_heads):
     mask = torch.rand(batch, 1, num_q, num_keys) < 0.6
     mask[..., 0] = True  # every query sees a key
     out = attention_in_loops(q, keys, values, mask, HEAD_DIM**-0.5)
-    expected = F.scaled_dot_product_attention(q.float(), keys.float(), values.float(), attn_mask=mask,
-                                              enable_gqa=kv_heads != HEADS)
+    expected = F.scaled_dot_product_attention(
+        q.float(), keys.float(), values.float(), attn_mask=mask, enable_gqa=kv_heads != HEADS
+    )
     assert out.dtype == dtype and out.shape == q.shape
     tol = 1e-5 if dtype == torch.float32 else 2e-2
     torch.testing.assert_close(out.float(), expected, rtol=tol, atol=tol)
@@ -159,7 +172,11 @@ def test_compiled_decode_step_attends_in_its_loops_as_sdpa_does():
     torch.manual_seed(0)
     context, new = np.array([5, 9]), np.array([1, 1])
     table = np.array([[3, 7, 0], [1, 2, 4]])
-    q, k, v = torch.randn(2, HEADS, HEAD_DIM), torch.randn(2, KV_HEADS, HEAD_DIM), torch.randn(2, KV_HEADS, HEAD_DIM)
+    q, k, v = (
+        torch.randn(2, HEADS, HEAD_DIM),
+        torch.randn(2, KV_HEADS, HEAD_DIM),
+        torch.randn(2, KV_HEADS, HEAD_DIM),
+    )
     attention = PagedAttention(HEADS, KV_HEADS, HEAD_DIM)
     outs, caches = [], []
     for compiled in (False, True):

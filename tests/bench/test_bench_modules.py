@@ -51,8 +51,9 @@ def _draft_steps(tmp_path):
 def _eagle(tmp_path):
     from minispec.bench import eagle
 
-    rows = eagle.main(["--num-prompts", "1", "--prompt-len", "16", "--max-tokens", "8", "--configs",
-                       "EAGLE-1 chain k=4"])
+    rows = eagle.main(
+        ["--num-prompts", "1", "--prompt-len", "16", "--max-tokens", "8", "--configs", "EAGLE-1 chain k=4"]
+    )
     assert rows and rows[0]["mean_acceptance_length"] > 1.0
 
 
@@ -94,8 +95,22 @@ def _linear(tmp_path):
 
     if not onednn_available():
         pytest.skip("no oneDNN in this PyTorch build")
-    out = linear.main(["--model", "zoo:draft", "--rows", "1", "2", "--tokens", "1", "2", "--context-len", "8",
-                       "--repeats", "1"])
+    out = linear.main(
+        [
+            "--model",
+            "zoo:draft",
+            "--rows",
+            "1",
+            "2",
+            "--tokens",
+            "1",
+            "2",
+            "--context-len",
+            "8",
+            "--repeats",
+            "1",
+        ]
+    )
     assert {r["rows"] for r in out["layers"]} == {1, 2} and set(out["forward"]) == set(linear.FORWARD_MODES)
 
 
@@ -110,7 +125,9 @@ def _medusa(tmp_path):
 def _medusa_steps(tmp_path):
     from minispec.bench import medusa_steps
 
-    rows = medusa_steps.main(["--quick", "--max-tokens", "8", "--config", "medusa chain FR-1024 int8 compiled"])
+    rows = medusa_steps.main(
+        ["--quick", "--max-tokens", "8", "--config", "medusa chain FR-1024 int8 compiled"]
+    )
     assert [r["engine"] for r in rows] == list(medusa_steps.ENGINES) and all(r["speedup"] > 0 for r in rows)
     assert all(r["mean_acceptance_length"] > 1.0 for r in rows)  # speculation ran
     with pytest.raises(ValueError, match="--num-prompts=0"):
@@ -124,10 +141,25 @@ def _model_forward(tmp_path):
     assert set(times) == {1, 2} and all(t > 0 for t in times.values())
     from minispec.bench import model_forward
 
-    out = model_forward.main(["--model", "zoo:draft", "--tokens", "1", "2", "--context-len", "8", "--repeats", "1",
-                              "--modes", "eager"])  # tests/compilation covers the compiled engine
+    out = model_forward.main(
+        [
+            "--model",
+            "zoo:draft",
+            "--tokens",
+            "1",
+            "2",
+            "--context-len",
+            "8",
+            "--repeats",
+            "1",
+            "--modes",
+            "eager",
+        ]
+    )  # tests/compilation covers the compiled engine
     assert set(out["eager"]) == {1, 2}
-    parts = model_forward.main(["--model", "zoo:draft", "--context-len", "8", "--repeats", "1", "--decompose"])
+    parts = model_forward.main(
+        ["--model", "zoo:draft", "--context-len", "8", "--repeats", "1", "--decompose"]
+    )
     assert parts["decomposition"]["float32 forward"] > 0 and "float32 interference" in parts["decomposition"]
 
 
@@ -157,8 +189,9 @@ def _roofline(tmp_path):
 def _spec_decode(tmp_path):
     from minispec.bench import spec_decode
 
-    rows = spec_decode.main(["--quick", "--dtypes", "float32", "--batch-sizes", "1", "--methods",
-                             "draft_model k=5", "ngram k=4"])
+    rows = spec_decode.main(
+        ["--quick", "--dtypes", "float32", "--batch-sizes", "1", "--methods", "draft_model k=5", "ngram k=4"]
+    )
     assert [r["method"] for r in rows] == ["draft_model k=5", "ngram k=4"]
     assert all(r["mean_acceptance_length"] > 1.0 and r["agreement"] == 1.0 for r in rows)
 
@@ -186,8 +219,11 @@ def _vs_vllm(tmp_path):
     assert vs_vllm.main(["--quick", "--configs", "plain"]) == 0
 
 
-SMALLEST = {name[1:]: fn for name, fn in list(globals().items()) if name.startswith("_") and callable(fn)
-            and name[1:] in MODULES}
+SMALLEST = {
+    name[1:]: fn
+    for name, fn in list(globals().items())
+    if name.startswith("_") and callable(fn) and name[1:] in MODULES
+}
 
 
 def test_every_module_has_a_smallest_run():
@@ -204,8 +240,21 @@ def test_linear_in_bfloat16_or_a_clear_refusal():
     """bench.linear --dtype bfloat16 measures where oneDNN packs bfloat16 and says so where it does not."""
     from minispec.bench import linear
 
-    argv = ["--model", "zoo:draft", "--rows", "1", "--tokens", "1", "2", "--context-len", "8", "--repeats", "1",
-            "--dtype", "bfloat16"]
+    argv = [
+        "--model",
+        "zoo:draft",
+        "--rows",
+        "1",
+        "--tokens",
+        "1",
+        "2",
+        "--context-len",
+        "8",
+        "--repeats",
+        "1",
+        "--dtype",
+        "bfloat16",
+    ]
     if torch.bfloat16 not in packable_dtypes():
         with pytest.raises(ValueError, match="bfloat16"):
             linear.main(argv)

@@ -74,7 +74,9 @@ def test_measure_matmuls_only_replays_one_forwards_matmuls(monkeypatch):
     rows: list[int] = []
     for layer in linears:
         forward = layer.forward
-        monkeypatch.setattr(layer, "forward", lambda x, f=forward: rows.append(x.shape[0]) or f(x), raising=False)
+        monkeypatch.setattr(
+            layer, "forward", lambda x, f=forward: rows.append(x.shape[0]) or f(x), raising=False
+        )
     assert measure_matmuls_only(engine, context_len=8, repeats=2) > 0
     # the context's forward (8 rows), the recorded one-token forward, then 3 rounds (a warm-up and 2 repeats)
     n = len(linears)

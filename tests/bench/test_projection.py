@@ -72,7 +72,9 @@ def test_medusa_heads_read_their_shared_lm_head_once() -> None:
     per_head = replace(shared, params=h * h + h + h * v, shared_params=0.0)
     acceptance = MethodAcceptance("medusa chain", 10, (6, 3, 2, 1), (10, 10, 10, 10))
     fast = projected_speedup(acceptance, [1, 256], a)
-    slow = projected_speedup(acceptance, [1, 256], replace(a, drafters={**a.drafters, "medusa chain": per_head}))
+    slow = projected_speedup(
+        acceptance, [1, 256], replace(a, drafters={**a.drafters, "medusa chain": per_head})
+    )
     assert fast[0] > slow[0] and fast[1] > slow[1]
     assert any("shared" in line for line in a.lines() if "medusa chain" in line)
 
@@ -82,7 +84,8 @@ def test_gpu_measurements_replace_the_projection(tmp_path) -> None:
     assert load_measured("H100 SXM", tmp_path) is None
     assert project(acceptance, data_dir=tmp_path)["ngram"]["source"] == "projected"
     (tmp_path / "taxonomy_h100.csv").write_text(
-        "method,category,batch_size,speedup\nngram,all,1,1.3\nngram,code,1,9.0\nngram,all,8,0.9\nplain,all,1,1.0\n")
+        "method,category,batch_size,speedup\nngram,all,1,1.3\nngram,code,1,9.0\nngram,all,8,0.9\nplain,all,1,1.0\n"
+    )
     assert load_measured("H100 SXM", tmp_path) == {"ngram": {1: 1.3, 8: 0.9}}
     result = project(acceptance, data_dir=tmp_path)["ngram"]
     assert result["source"] == "measured on H100 SXM" and result["break_even"] == 8

@@ -77,7 +77,9 @@ def test_measure_matmul_times_packed_weight(dtype):
         with pytest.raises(ValueError, match="packs"):
             measure_matmul_times([1, 2], d_in=64, d_out=32, dtype=dtype, kernel="onednn")
         return
-    times = measure_matmul_times([1, 2], d_in=64, d_out=32, dtype=dtype, repeats=2, num_threads=1, kernel="onednn")
+    times = measure_matmul_times(
+        [1, 2], d_in=64, d_out=32, dtype=dtype, repeats=2, num_threads=1, kernel="onednn"
+    )
     assert list(times) == [1, 2] and all(t > 0 for t in times.values())
 
 

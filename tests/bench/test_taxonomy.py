@@ -19,11 +19,14 @@ def test_prompts_are_deterministic_and_grouped_by_category() -> None:
         assert len(original) > len(p.reference) / 2  # the function is in the prompt
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"n_per_category": 0}, "n_per_category"),
-    ({"n_per_category": 1, "categories": ("poetry",)}, "categories"),
-    ({"n_per_category": 10_000}, "ask for fewer"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_per_category": 0}, "n_per_category"),
+        ({"n_per_category": 1, "categories": ("poetry",)}, "categories"),
+        ({"n_per_category": 10_000}, "ask for fewer"),
+    ],
+)
 def test_bad_prompt_requests(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         tx.build_prompts(**kwargs)
@@ -38,11 +41,21 @@ def test_chunks_stay_within_a_category_up_to_its_size() -> None:
 
 def test_run_measures_every_method_category_and_batch() -> None:
     torch.set_num_threads(1)
-    tax = tx.run(("ngram", "eagle2 tree"), n_per_category=2, max_tokens=8, batch_sizes=(1, 2),
-                 categories=("code", "copy_edit"), keep_engines=True)
+    tax = tx.run(
+        ("ngram", "eagle2 tree"),
+        n_per_category=2,
+        max_tokens=8,
+        batch_sizes=(1, 2),
+        categories=("code", "copy_edit"),
+        keep_engines=True,
+    )
     keys = {(r["method"], r["category"], r["batch_size"]) for r in tax.rows}
-    assert keys == {(m, c, b) for m in ("plain", "ngram", "eagle2 tree") for c in ("all", "code", "copy_edit")
-                    for b in (1, 2)}
+    assert keys == {
+        (m, c, b)
+        for m in ("plain", "ngram", "eagle2 tree")
+        for c in ("all", "code", "copy_edit")
+        for b in (1, 2)
+    }
     plain = tax.row("plain")
     assert plain["speedup"] == pytest.approx(1.0) and plain["tokens_per_forward"] == 1.0
     tree = tax.row("eagle2 tree")

@@ -69,8 +69,13 @@ def free_port() -> int:
 class JupyterLab:
     """`jupyter lab` serving root_dir on 127.0.0.1; use as a context manager."""
 
-    def __init__(self, root_dir: Path, work_dir: Path, env: dict[str, str] | None = None,
-                 start_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        root_dir: Path,
+        work_dir: Path,
+        env: dict[str, str] | None = None,
+        start_timeout_s: float = 120.0,
+    ) -> None:
         self.root_dir, self.work_dir = Path(root_dir), Path(work_dir)
         self.port, self.token = free_port(), secrets.token_hex(16)
         self.extra_env = env or {}
@@ -84,7 +89,9 @@ class JupyterLab:
 
     def command(self) -> list[str]:
         args = [
-            os.environ.get("MINISPEC_BROWSER_PYTHON", sys.executable), "-m", "jupyterlab",
+            os.environ.get("MINISPEC_BROWSER_PYTHON", sys.executable),
+            "-m",
+            "jupyterlab",
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
@@ -121,8 +128,9 @@ class JupyterLab:
             path.write_text(json.dumps(settings))
 
     def api(self, path: str, method: str = "GET") -> Any:
-        request = urllib.request.Request(f"{self.url}{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -130,8 +138,13 @@ class JupyterLab:
     def start(self) -> None:
         self.write_settings()
         log = self.log_path.open("w")
-        self.process = subprocess.Popen(self.command(), env=self.environment(), stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            self.command(),
+            env=self.environment(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -35,8 +35,13 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ARTIFACTS = Path(os.environ.get("MINISPEC_BROWSER_ARTIFACTS", ROOT / "build" / "browser-screenshots"))
 CHAPTER_TIMEOUT_S = 300
 JOBS = max(1, int(os.environ.get("MINISPEC_BROWSER_JOBS", "2")))
-KERNEL_ENV = {"MINISPEC_FAST": "1", "MINISPEC_WIDGETS": "1", "MINISPEC_STATIC": "0", "MPLBACKEND": "Agg",
-              "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // JOBS))}
+KERNEL_ENV = {
+    "MINISPEC_FAST": "1",
+    "MINISPEC_WIDGETS": "1",
+    "MINISPEC_STATIC": "0",
+    "MPLBACKEND": "Agg",
+    "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // JOBS)),
+}
 WIDGET_CALL = "interactive_or_static("
 
 
@@ -90,11 +95,16 @@ DONE_JS = """() => {
 
 
 def write_notebook(path: Path, sources: list[str]) -> None:
-    cells = [{"cell_type": "code", "metadata": {}, "source": s, "outputs": [], "execution_count": None}
-             for s in sources]
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": s, "outputs": [], "execution_count": None}
+        for s in sources
+    ]
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path.write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": kernelspec}, "nbformat": 4,
-                                "nbformat_minor": 5}))
+    path.write_text(
+        json.dumps(
+            {"cells": cells, "metadata": {"kernelspec": kernelspec}, "nbformat": 4, "nbformat_minor": 5}
+        )
+    )
 
 
 def code_sources(path: Path) -> list[str]:
@@ -141,11 +151,15 @@ class Chapter:
         page = self.page
         with self.failing_with_a_message():
             # a workspace of its own, reset: only this notebook opens, whatever earlier pages left open
-            page.goto(f"{self.server.url}/lab/workspaces/{self.stem}/tree/{self.name}?reset&token={self.server.token}")
+            page.goto(
+                f"{self.server.url}/lab/workspaces/{self.stem}/tree/{self.name}?reset&token={self.server.token}"
+            )
             self.step = "waiting for its kernel"
             page.wait_for_function(KERNEL_READY_JS, timeout=120_000, polling=250)
             page.wait_for_timeout(1000)
-            page.wait_for_function(KERNEL_READY_JS, timeout=60_000, polling=250)  # still ready: not restarting
+            page.wait_for_function(
+                KERNEL_READY_JS, timeout=60_000, polling=250
+            )  # still ready: not restarting
             self.step = "Run > Run All Cells"
             page.locator(".lm-MenuBar-item", has_text="Run").first.click()
             page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
@@ -191,11 +205,14 @@ class Chapter:
         shot = ARTIFACTS / f"{self.stem}-timeout.png"
         self.page.screenshot(path=str(shot))
         prompts = [c["prompt"] for c in self.page.evaluate(READ_CELLS_JS) if c["code"]]
-        return AssertionError(f"{self.name}: timed out {self.step}; code cell prompts {prompts}; screenshot {shot}")
+        return AssertionError(
+            f"{self.name}: timed out {self.step}; code cell prompts {prompts}; screenshot {shot}"
+        )
 
 
-def run_chapters(server: JupyterLab, context, names: list[str], jobs: int = JOBS,
-                 timeout_s: float = CHAPTER_TIMEOUT_S) -> dict[str, list[dict] | AssertionError]:
+def run_chapters(
+    server: JupyterLab, context, names: list[str], jobs: int = JOBS, timeout_s: float = CHAPTER_TIMEOUT_S
+) -> dict[str, list[dict] | AssertionError]:
     """Run notebooks `jobs` at a time, each in its own page; name -> its cells, or the AssertionError that
     says why it could not be read. Prints each chapter's wall time (from opening its page)."""
     pending, running, results = list(names), [], {}
@@ -213,7 +230,9 @@ def run_chapters(server: JupyterLab, context, names: list[str], jobs: int = JOBS
                     if chapter.name in results or chapter.done():
                         if chapter.name not in results:
                             results[chapter.name] = chapter.finish()
-                            print(f"{chapter.name}: {time.perf_counter() - chapter.started:.1f} s in the browser")
+                            print(
+                                f"{chapter.name}: {time.perf_counter() - chapter.started:.1f} s in the browser"
+                            )
                         running.remove(chapter)
                         chapter.close()
                 except AssertionError as exc:
@@ -226,7 +245,9 @@ def run_chapters(server: JupyterLab, context, names: list[str], jobs: int = JOBS
     return results
 
 
-def run_in_browser(server: JupyterLab, context, name: str, timeout_s: float = CHAPTER_TIMEOUT_S) -> list[dict]:
+def run_in_browser(
+    server: JupyterLab, context, name: str, timeout_s: float = CHAPTER_TIMEOUT_S
+) -> list[dict]:
     """Open notebooks/<name> in JupyterLab, Run All Cells from the Run menu, wait, and read every cell."""
     result = run_chapters(server, context, [name], jobs=1, timeout_s=timeout_s)[name]
     if isinstance(result, AssertionError):
@@ -290,8 +311,11 @@ CHAPTER_TEST = "test_chapter_runs_in_the_browser"
 def chapters_seen(lab, request) -> dict[str, list[dict] | AssertionError]:
     """Every chapter this pytest run selected (after -k), run JOBS at a time."""
     server, context, _ = lab
-    names = [item.callspec.params["path"].name for item in request.session.items
-             if getattr(item, "originalname", None) == CHAPTER_TEST]
+    names = [
+        item.callspec.params["path"].name
+        for item in request.session.items
+        if getattr(item, "originalname", None) == CHAPTER_TEST
+    ]
     start = time.perf_counter()
     seen = run_chapters(server, context, names)
     print(f"{len(names)} chapters in {time.perf_counter() - start:.1f} s, {JOBS} at a time")

@@ -37,14 +37,28 @@ def code(outputs: list[dict]) -> dict:
     return {"cell_type": "code", "source": "x", "metadata": {}, "outputs": outputs, "execution_count": 1}
 
 
-PNG = {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}, "metadata": {}}
+PNG = {
+    "output_type": "display_data",
+    "data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"},
+    "metadata": {},
+}
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    for rel in ["README.md", "docs/concordance.md", "docs/zoo.md", "docs/benchmarks.md", "docs/kernels.md",
-                "docs/data/h200.csv", "minispec/sample/sampler.py", "minispec/__init__.py",
-                "minispec/config.py", "minispec/sample/__init__.py", "kernels/__init__.py"]:
+    for rel in [
+        "README.md",
+        "docs/concordance.md",
+        "docs/zoo.md",
+        "docs/benchmarks.md",
+        "docs/kernels.md",
+        "docs/data/h200.csv",
+        "minispec/sample/sampler.py",
+        "minispec/__init__.py",
+        "minispec/config.py",
+        "minispec/sample/__init__.py",
+        "kernels/__init__.py",
+    ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("# x\n")
     (tmp_path / "notebooks").mkdir()
@@ -72,18 +86,28 @@ def test_links_point_at_the_site(repo: Path) -> None:
     readme, zoo = build.Page("README.md", "index.md"), build.Page("docs/zoo.md", "zoo.md")
     chapter = build.Page("notebooks/00_a.ipynb", "chapters/00_a.ipynb")
     copies: set[str] = set()
-    text = ("[zoo](docs/zoo.md#heads) [code](minispec/sample/sampler.py) [web](https://example.org/a.md) "
-            "[gone](docs/nothing.md) [top](#top) ![fig](docs/data/h200.csv)")
+    text = (
+        "[zoo](docs/zoo.md#heads) [code](minispec/sample/sampler.py) [web](https://example.org/a.md) "
+        "[gone](docs/nothing.md) [top](#top) ![fig](docs/data/h200.csv)"
+    )
     out = build.rewrite_links(text, readme, pages, repo, copies)
-    assert out == ("[zoo](zoo.md#heads) [code](api/minispec.sample.md#minispec.sample.sampler) "
-                   "[web](https://example.org/a.md) [gone](docs/nothing.md) [top](#top) "
-                   "![fig](repo/docs/data/h200.csv)")
+    assert out == (
+        "[zoo](zoo.md#heads) [code](api/minispec.sample.md#minispec.sample.sampler) "
+        "[web](https://example.org/a.md) [gone](docs/nothing.md) [top](#top) "
+        "![fig](repo/docs/data/h200.csv)"
+    )
     assert copies == {"docs/data/h200.csv"}
     assert build.rewrite_links("[home](../README.md)", zoo, pages, repo, copies) == "[home](index.md)"
     # a notebook's Markdown is not rewritten by MkDocs: links go straight to the built .html pages
-    html = build.rewrite_links('[z](../docs/zoo.md) <a href="00_a.ipynb"> <a href=\'../minispec/config.py\'>',
-                               chapter, pages, repo, copies, html=True)
-    assert html == '[z](../zoo.html) <a href="00_a.html"> <a href=\'../api/minispec.html#minispec.config\'>'
+    html = build.rewrite_links(
+        "[z](../docs/zoo.md) <a href=\"00_a.ipynb\"> <a href='../minispec/config.py'>",
+        chapter,
+        pages,
+        repo,
+        copies,
+        html=True,
+    )
+    assert html == "[z](../zoo.html) <a href=\"00_a.html\"> <a href='../api/minispec.html#minispec.config'>"
 
 
 @pytest.mark.parametrize(
@@ -104,11 +128,17 @@ def test_api_anchor(path: str, expected) -> None:
 
 def test_api_pages(repo: Path) -> None:
     modules = build.api_modules(repo)
-    assert modules == {"minispec": ["minispec", "minispec.config"], "minispec.sample": ["minispec.sample"],
-                       "minispec.kernels": ["kernels"]}
+    assert modules == {
+        "minispec": ["minispec", "minispec.config"],
+        "minispec.sample": ["minispec.sample"],
+        "minispec.kernels": ["kernels"],
+    }
     page = build.api_page("minispec", modules["minispec"])
     assert "::: minispec\n    options:\n      show_submodules: false\n      show_root_heading: false" in page
-    assert "::: minispec.config\n    options:\n      show_submodules: true\n      show_root_heading: true" in page
+    assert (
+        "::: minispec.config\n    options:\n      show_submodules: true\n      show_root_heading: true"
+        in page
+    )
 
 
 def test_nav_follows_what_was_staged(tmp_path: Path) -> None:
@@ -123,10 +153,20 @@ def test_nav_follows_what_was_staged(tmp_path: Path) -> None:
         (tmp_path / "api" / name).write_text("# x\n")
     assert hooks.build_nav(tmp_path) == [
         {"Home": "index.md"},
-        {"Chapters": [{"00_start": "chapters/00_start.ipynb"}, {"Chapter 1: memory": "chapters/01_memory.ipynb"}]},
+        {
+            "Chapters": [
+                {"00_start": "chapters/00_start.ipynb"},
+                {"Chapter 1: memory": "chapters/01_memory.ipynb"},
+            ]
+        },
         {"Guides": [{"Model zoo": "zoo.md"}, {"Against real vLLM": "vllm.md"}]},
-        {"API reference": [{"minispec": "api/minispec.md"}, {"minispec.bench": "api/minispec.bench.md"},
-                           {"minispec.sample": "api/minispec.sample.md"}]},
+        {
+            "API reference": [
+                {"minispec": "api/minispec.md"},
+                {"minispec.bench": "api/minispec.bench.md"},
+                {"minispec.sample": "api/minispec.sample.md"},
+            ]
+        },
     ]
 
 
@@ -141,8 +181,10 @@ def write_site(tmp_path: Path, name: str, outputs: list[dict], html: str) -> tup
 
 
 def test_site_check_passes_a_chapter_with_its_figures(tmp_path: Path) -> None:
-    page = ('<a href="../index.html#top">home</a> <a href="#x">x</a> <img src="data:image/png;base64,AAA">'
-            '<a href="01_memory.html">self</a>')
+    page = (
+        '<a href="../index.html#top">home</a> <a href="#x">x</a> <img src="data:image/png;base64,AAA">'
+        '<a href="01_memory.html">self</a>'
+    )
     site, src = write_site(tmp_path, "01_memory", [PNG], page)
     [report] = check.check_site(site, src)
     assert (report.image_outputs, report.page_images, report.problems) == (1, 1, [])
@@ -176,12 +218,20 @@ def markdown(text: str) -> dict:
 
 
 def source_cell(text: str) -> dict:
-    return {"cell_type": "code", "id": f"c{abs(hash(text))}", "source": text, "metadata": {}, "outputs": [],
-            "execution_count": None}
+    return {
+        "cell_type": "code",
+        "id": f"c{abs(hash(text))}",
+        "source": text,
+        "metadata": {},
+        "outputs": [],
+        "execution_count": None,
+    }
 
 
-FIGURE_CELL = ("%matplotlib inline\nimport os\nfrom matplotlib.figure import Figure\nfig = Figure(figsize=(1, 1))\n"
-               "fig.subplots().plot([0, 1])\nprint(os.environ['MINISPEC_FAST'], os.environ['MINISPEC_STATIC'])\nfig")
+FIGURE_CELL = (
+    "%matplotlib inline\nimport os\nfrom matplotlib.figure import Figure\nfig = Figure(figsize=(1, 1))\n"
+    "fig.subplots().plot([0, 1])\nprint(os.environ['MINISPEC_FAST'], os.environ['MINISPEC_STATIC'])\nfig"
+)
 
 
 @pytest.mark.slow
@@ -196,7 +246,9 @@ def test_stage_runs_the_chapters_and_rewrites_their_links(repo: Path, tmp_path: 
     staged = json.loads((out / "src" / "chapters" / "01_b.ipynb").read_text())
     assert "[the zoo](../zoo.html)" in "".join(staged["cells"][0]["source"])
     outputs = staged["cells"][1]["outputs"]
-    assert "".join(outputs[0]["text"]) == "1 1\n" and "image/png" in outputs[1]["data"]  # FAST and static figures
+    assert (
+        "".join(outputs[0]["text"]) == "1 1\n" and "image/png" in outputs[1]["data"]
+    )  # FAST and static figures
     assert (out / "src" / "index.md").is_file() and (out / "src" / "api" / "minispec.sample.md").is_file()
     # --reuse runs nothing when the sources are unchanged
     assert build.stage(repo, out, reuse=True) == {"00_a": 0.0, "01_b": 0.0}
@@ -220,7 +272,10 @@ def test_a_failing_chapter_stops_the_build_with_a_short_message(repo: Path, tmp_
         ("kernel[grid](*args)", r"kernel\[grid](*args)"),
         ("f(x)[0], see [the zoo](../zoo.md) and [1, 2]", r"f(x)\[0], see [the zoo](../zoo.md) and [1, 2]"),
         ("code `a[i][j]` and ``b[`c`][d]`` stay", "code `a[i][j]` and ``b[`c`][d]`` stay"),
-        ("text\n\n    E[x] = a[0][0]   (an indented block)\n", "text\n\n    E[x] = a[0][0]   (an indented block)\n"),
+        (
+            "text\n\n    E[x] = a[0][0]   (an indented block)\n",
+            "text\n\n    E[x] = a[0][0]   (an indented block)\n",
+        ),
         ("```\nx[0][1]\n```\ny[0]", "```\nx[0][1]\n```\ny\\[0]"),
     ],
 )

@@ -38,11 +38,17 @@ def test_dynamic_sizes_in_place_writes_and_several_outputs():
 
     cache = torch.zeros(64, 8)
     dynamic = {0: {0: ("new", 1, 8)}, 1: {0: ("new", 1, 8)}, 2: {0: ("keys", 2, 64)}}
-    call = AotCompiledCall(write_then_read, network, (torch.tensor([3, 4]), torch.ones(2, 8), torch.arange(10), cache),
-                           dynamic=dynamic)
+    call = AotCompiledCall(
+        write_then_read,
+        network,
+        (torch.tensor([3, 4]), torch.ones(2, 8), torch.arange(10), cache),
+        dynamic=dynamic,
+    )
     mine, reference = torch.zeros(64, 8), torch.zeros(64, 8)
     args = (torch.tensor([5, 6, 7]), torch.randn(3, 8), torch.arange(12))
-    assert call.accepts(*args, mine) and not call.accepts(torch.arange(9), torch.randn(9, 8), torch.arange(12), mine)
+    assert call.accepts(*args, mine) and not call.accepts(
+        torch.arange(9), torch.randn(9, 8), torch.arange(12), mine
+    )
     with torch.inference_mode():
         got, want = call(*args, mine), write_then_read(*args, reference)
     assert isinstance(got, tuple) and len(got) == 2

@@ -13,7 +13,12 @@ from minispec.spec_decode.draft_vocab import write_token_counts
 from tests.eagle_models import make_eagle, make_eagle3, randomize
 from tests.hf_models import VOCAB, make_model_dir
 
-PROMPTS = [[1, 5, 6, 7, 5, 6, 7, 5, 6], [1, 9, 10, 11, 12, 13, 9, 10], [1, 30], [1, 40, 41, 42, 40, 41, 42, 3]]
+PROMPTS = [
+    [1, 5, 6, 7, 5, 6, 7, 5, 6],
+    [1, 9, 10, 11, 12, 13, 9, 10],
+    [1, 30],
+    [1, 40, 41, 42, 40, 41, 42, 3],
+]
 MAX_TOKENS = [20, 12, 16, 9]
 
 
@@ -25,8 +30,9 @@ def models(tmp_path_factory):
     target = make_model_dir(root / "target", "llama", seed=3, std=0.1)
     draft = make_model_dir(root / "draft", "llama", seed=4, std=0.1)
     eagle = make_eagle(get_model(target)).save_pretrained(root / "eagle", dtype=torch.float32)
-    write_token_counts(eagle, torch.randperm(VOCAB, generator=torch.Generator().manual_seed(5)).numpy(),
-                       "a test")  # FR-Spec's ranking: a shuffled vocabulary, so d2t is not zero
+    write_token_counts(
+        eagle, torch.randperm(VOCAB, generator=torch.Generator().manual_seed(5)).numpy(), "a test"
+    )  # FR-Spec's ranking: a shuffled vocabulary, so d2t is not zero
     eagle3 = make_eagle3(get_model(target)).save_pretrained(root / "eagle3", dtype=torch.float32)
     return str(target), str(draft), str(eagle), str(eagle3)
 
@@ -41,19 +47,25 @@ def medusa_heads(models, tmp_path_factory):
     randomize(heads, seed=6)
     folder = tmp_path_factory.mktemp("medusa") / "heads"
     heads.save_pretrained(folder)
-    write_token_counts(folder, torch.randperm(VOCAB, generator=torch.Generator().manual_seed(7)).numpy(), "a test")
+    write_token_counts(
+        folder, torch.randperm(VOCAB, generator=torch.Generator().manual_seed(7)).numpy(), "a test"
+    )
     return str(folder)
 
 
 def generate(llm, prompts, params, logprobs=False):
     outs = llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
     if logprobs:
-        return [[step[t].logprob for step, t in zip(o.outputs[0].logprobs, o.outputs[0].token_ids)] for o in outs]
+        return [
+            [step[t].logprob for step, t in zip(o.outputs[0].logprobs, o.outputs[0].token_ids)] for o in outs
+        ]
     return [list(o.outputs[0].token_ids) for o in outs]
 
 
 def greedy(logprobs=None):
-    return [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True, logprobs=logprobs) for n in MAX_TOKENS]
+    return [
+        SamplingParams(temperature=0, max_tokens=n, ignore_eos=True, logprobs=logprobs) for n in MAX_TOKENS
+    ]
 
 
 def test_compiled_greedy_equals_compiled_plain(models):
@@ -89,8 +101,13 @@ def test_drafter_compiled_under_an_eager_target(models, medusa_heads):
     for spec in (
         {"method": "draft_model", "model": draft, "num_speculative_tokens": 3, "enforce_eager": False},
         {"method": "eagle3", "model": eagle3, "num_speculative_tokens": 2, "enforce_eager": False},
-        {"method": "medusa", "model": medusa_heads, "speculative_token_tree": "[(0,), (1,), (0, 0)]",
-         "draft_vocab_size": 48, "enforce_eager": False},
+        {
+            "method": "medusa",
+            "model": medusa_heads,
+            "speculative_token_tree": "[(0,), (1,), (0, 0)]",
+            "draft_vocab_size": 48,
+            "enforce_eager": False,
+        },
     ):
         llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
         runner = llm.llm_engine.model_runner
@@ -100,7 +117,10 @@ def test_drafter_compiled_under_an_eager_target(models, medusa_heads):
         assert llm.get_spec_decoding_stats().num_draft_tokens > 0, spec
         if spec["method"] == "medusa":  # the whole drafting call compiled, per batch kind
             assert "_first" not in runner.drafter.heads.__dict__
-            assert runner.drafter._compiled_draft and set(runner.drafter._compiled_draft) <= {"ahead of time", "batch"}
+            assert runner.drafter._compiled_draft and set(runner.drafter._compiled_draft) <= {
+                "ahead of time",
+                "batch",
+            }
 
 
 def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
@@ -115,7 +135,9 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
     # batches, then one request at a time (greedy_steps_one_request: the metadata built inside the graph)
     for max_num_seqs, eager in ((4, True), (4, False), (1, True), (1, False)):
         spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": 4, "enforce_eager": eager}
-        llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec, max_num_seqs=max_num_seqs)
+        llm = LLM(
+            model=target, device="cpu", dtype="float32", speculative_config=spec, max_num_seqs=max_num_seqs
+        )
         assert generate(llm, PROMPTS, greedy()) == plain
         proposer = llm.llm_engine.model_runner.drafter
         assert bool(proposer._compiled_greedy_steps) is not eager
@@ -123,7 +145,11 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
             expected = ["one request"] if max_num_seqs == 1 else ["batch", "one request"]
             assert list(proposer._compiled_greedy_steps) == expected
         stats = llm.get_spec_decoding_stats()
-        counts[max_num_seqs, eager] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
+        counts[max_num_seqs, eager] = (
+            stats.num_drafts,
+            stats.num_draft_tokens,
+            list(stats.num_accepted_tokens_per_pos),
+        )
     assert counts[4, True] == counts[4, False] and counts[4, True][0] > 0
     assert counts[1, True] == counts[1, False] and counts[1, True][0] > 0
     # the one-row products of its steps became Inductor's own loops (one_row_options), not library calls
@@ -137,7 +163,9 @@ def test_one_row_options_under_the_callers():
     they are."""
     options = decorators.one_row_options()
     assert options == decorators.ONE_ROW_OPTIONS
-    options["post_grad_fusion_options"]["decompose_mm_pass"]["changed"] = True  # a copy: the constant is unchanged
+    options["post_grad_fusion_options"]["decompose_mm_pass"]["changed"] = (
+        True  # a copy: the constant is unchanged
+    )
     assert "changed" not in decorators.ONE_ROW_OPTIONS["post_grad_fusion_options"]["decompose_mm_pass"]
     options = decorators.one_row_options({"cpp_wrapper": True, "freezing": True})
     assert options == {**decorators.ONE_ROW_OPTIONS, "cpp_wrapper": True, "freezing": True}
@@ -150,7 +178,9 @@ def test_one_request_tree_options_by_dtype():
     caller's options alone (the packed products); compilation_config's options win in both."""
     assert decorators.one_request_tree_options(None, torch.float32) == decorators.TREE_OPTIONS
     assert decorators.one_request_tree_options(None, torch.bfloat16) == {}
-    assert decorators.one_request_tree_options({"max_autotune": False}, torch.float32)["max_autotune"] is False
+    assert (
+        decorators.one_request_tree_options({"max_autotune": False}, torch.float32)["max_autotune"] is False
+    )
     assert decorators.one_request_tree_options({"cpp_wrapper": True}, torch.bfloat16) == {"cpp_wrapper": True}
 
 
@@ -179,10 +209,12 @@ def test_compiled_calls_keep_the_guards_on_their_arguments():
             for double in (True, False):
                 torch.testing.assert_close(run(x, double), net.run(x, double))
     entry = lambda is_global, module: SimpleNamespace(  # noqa: E731
-        is_global=is_global, orig_guard=SimpleNamespace(source=SimpleNamespace(
-            is_unspecialized_nn_module=lambda: module)))
-    assert decorators.skip_module_and_global_guards([entry(False, False), entry(True, False),
-                                                     entry(False, True)]) == [True, False, False]
+        is_global=is_global,
+        orig_guard=SimpleNamespace(source=SimpleNamespace(is_unspecialized_nn_module=lambda: module)),
+    )
+    assert decorators.skip_module_and_global_guards(
+        [entry(False, False), entry(True, False), entry(False, True)]
+    ) == [True, False, False]
 
 
 def test_one_row_options_rewrite_a_product_as_wide_as_the_lm_head():
@@ -198,9 +230,15 @@ def test_one_row_options_rewrite_a_product_as_wide_as_the_lm_head():
     assert counters["inductor"]["decompose_mm"] > before
 
 
-@pytest.mark.parametrize("shape", [{"total_tokens": 8, "depth": 3, "top_k": 2}, {"num_speculative_tokens": 3},
-                                   {"total_tokens": 8, "depth": 3, "top_k": 2, "draft_vocab_size": 48}],
-                         ids=["EAGLE-2 tree", "greedy chain", "EAGLE-2 tree, FR-Spec"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"total_tokens": 8, "depth": 3, "top_k": 2},
+        {"num_speculative_tokens": 3},
+        {"total_tokens": 8, "depth": 3, "top_k": 2, "draft_vocab_size": 48},
+    ],
+    ids=["EAGLE-2 tree", "greedy chain", "EAGLE-2 tree, FR-Spec"],
+)
 def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
     """A compiled EAGLE head grows an EAGLE-2 tree (every depth, its logits and top_k, the tree's bookkeeping), or
     a greedy chain as a tree of top_k 1, in one compiled function, and drafts what the eager head drafts: the
@@ -222,16 +260,28 @@ def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
             assert proposer.draft.d2t.any() and len(vocab) == 48
             assert {t for _, tree in proposer.tree_log for t in tree.tokens} <= vocab
         stats = llm.get_spec_decoding_stats()
-        counts[eager, one_graph] = (stats.num_drafts, stats.num_draft_tokens, list(stats.num_accepted_tokens_per_pos))
+        counts[eager, one_graph] = (
+            stats.num_drafts,
+            stats.num_draft_tokens,
+            list(stats.num_accepted_tokens_per_pos),
+        )
     assert len(set(map(str, counts.values()))) == 1 and counts[True, True][0] > 0
 
 
-@pytest.mark.parametrize("spec", [{"method": "eagle", "num_speculative_tokens": 3, "draft_vocab_size": 48},
-                                  {"method": "eagle", "total_tokens": 8, "depth": 3, "top_k": 2},
-                                  {"method": "draft_model", "num_speculative_tokens": 3},
-                                  {"method": "medusa", "speculative_token_tree": "[(0,), (1,), (0, 0), (0, 0, 0)]",
-                                   "draft_vocab_size": 48}],
-                         ids=["EAGLE chain, FR-Spec", "EAGLE-2 tree", "draft model", "Medusa tree, FR-Spec"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"method": "eagle", "num_speculative_tokens": 3, "draft_vocab_size": 48},
+        {"method": "eagle", "total_tokens": 8, "depth": 3, "top_k": 2},
+        {"method": "draft_model", "num_speculative_tokens": 3},
+        {
+            "method": "medusa",
+            "speculative_token_tree": "[(0,), (1,), (0, 0), (0, 0, 0)]",
+            "draft_vocab_size": 48,
+        },
+    ],
+    ids=["EAGLE chain, FR-Spec", "EAGLE-2 tree", "draft model", "Medusa tree, FR-Spec"],
+)
 def test_compiled_int8_drafters_keep_the_output(models, medusa_heads, spec):
     """speculative_config quantization: a compiled drafter with int8 layers (one-row products as Inductor's loops,
     more rows through the int8 kernel's custom op, freezing off) speculates, and greedy output stays equal to
@@ -258,8 +308,13 @@ def test_compilation_config_reaches_the_compiled_drafter(models):
     plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
     spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": 3, "enforce_eager": False}
     options = {"max_autotune": True, "max_autotune_gemm_backends": "CPP"}  # one choice: nothing to time
-    llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec,
-              compilation_config={"inductor_compile_config": options})
+    llm = LLM(
+        model=target,
+        device="cpu",
+        dtype="float32",
+        speculative_config=spec,
+        compilation_config={"inductor_compile_config": options},
+    )
     runner = llm.llm_engine.model_runner
     assert runner._drafter_network().inductor_compile_config == options
     assert not getattr(runner.model, "is_compiled", False)
@@ -297,8 +352,12 @@ def test_ngram_has_no_drafter_to_compile(models, monkeypatch):
 def test_compiled_logits_close_to_eager(models):
     target = models[0]
     eager = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy(1), logprobs=True)
-    compiled = generate(LLM(model=target, device="cpu", dtype="float32", enforce_eager=False), PROMPTS,
-                        greedy(1), logprobs=True)
+    compiled = generate(
+        LLM(model=target, device="cpu", dtype="float32", enforce_eager=False),
+        PROMPTS,
+        greedy(1),
+        logprobs=True,
+    )
     for e, c in zip(eager, compiled):
         torch.testing.assert_close(torch.tensor(c), torch.tensor(e), atol=1e-4, rtol=0)
 

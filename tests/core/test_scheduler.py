@@ -68,7 +68,10 @@ def test_finish_requests_frees_waiting_and_running_requests():
     scheduler.add_request(waiting)
     manager = scheduler.kv_cache_manager
     assert manager.num_free_blocks < manager.block_pool.num_blocks
-    assert scheduler.finish_requests(["0", "1", "unknown"], RequestStatus.FINISHED_ABORTED) == [waiting, running]
+    assert scheduler.finish_requests(["0", "1", "unknown"], RequestStatus.FINISHED_ABORTED) == [
+        waiting,
+        running,
+    ]
     assert not scheduler.has_unfinished_requests()
     assert manager.num_free_blocks == manager.block_pool.num_blocks
     assert running.get_finished_reason() == waiting.get_finished_reason() == "abort"
@@ -80,7 +83,12 @@ def test_engine_drafts_k_past_max_tokens_and_counts_what_the_sampler_accepted(tm
     target = str(make_model_dir(tmp_path / "t", "llama", seed=3, std=0.1))
     prompt = {"prompt_token_ids": [1, 5, 6, 7, 5, 6]}
     params = SamplingParams(temperature=0, max_tokens=3, ignore_eos=True)
-    plain = LLM(model=target, device="cpu", dtype="float32").generate(prompt, params, use_tqdm=False)[0].outputs[0].token_ids
+    plain = (
+        LLM(model=target, device="cpu", dtype="float32")
+        .generate(prompt, params, use_tqdm=False)[0]
+        .outputs[0]
+        .token_ids
+    )
     # the target as its own draft accepts every draft
     spec = {"method": "draft_model", "model": target, "num_speculative_tokens": 4}
     llm = LLM(model=target, device="cpu", speculative_config=spec, dtype="float32")

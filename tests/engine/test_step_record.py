@@ -7,8 +7,15 @@ from minispec import LLM, SamplingParams
 
 def _llm(**kw):
     torch.set_num_threads(1)
-    return LLM(model="zoo:target", dtype="float32", device="cpu", max_num_batched_tokens=24, num_kv_blocks=12,
-               block_size=8, **kw)
+    return LLM(
+        model="zoo:target",
+        dtype="float32",
+        device="cpu",
+        max_num_batched_tokens=24,
+        num_kv_blocks=12,
+        block_size=8,
+        **kw,
+    )
 
 
 def test_records_a_chunked_prefill_and_speculative_steps():
@@ -33,7 +40,9 @@ def test_records_a_chunked_prefill_and_speculative_steps():
             assert r.num_computed_scheduled[req] == r.num_computed_before[req] + n
             drafts = r.scheduled_spec_decode_tokens.get(req)
             if drafts and req not in r.finished:  # rollback: only the accepted drafts keep their KV
-                assert r.num_computed_after[req] == r.num_computed_scheduled[req] - (len(drafts) - r.num_accepted[req])
+                assert r.num_computed_after[req] == r.num_computed_scheduled[req] - (
+                    len(drafts) - r.num_accepted[req]
+                )
     emitted = {}
     for r in records:
         for req, toks in r.sampled_token_ids.items():

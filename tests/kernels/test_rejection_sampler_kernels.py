@@ -186,7 +186,9 @@ def test_rejection_sample_backends_agree(batch_size, max_spec_len, vocab_size, k
             gen.manual_seed(11)
         torch.manual_seed(1234)
         sampler = R.RejectionSampler(backend=backend)
-        logits = torch.full((md.logits_indices.shape[0], vocab_size), -1e4)  # bonus rows certain of c["bonus"]
+        logits = torch.full(
+            (md.logits_indices.shape[0], vocab_size), -1e4
+        )  # bonus rows certain of c["bonus"]
         logits[md.target_logits_indices] = c["target_logits"]
         logits[md.bonus_logits_indices, c["bonus"].long()] = 1e4
         outputs[backend] = sampler(md, draft_probs, logits, sm).sampled_token_ids

@@ -50,7 +50,9 @@ def test_sharded_checkpoint_loads(tmp_path):
     a = LLM(model=str(sharded), device="cpu", dtype="float32").generate(
         {"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False
     )
-    b = LLM(model=str(whole), device="cpu", dtype="float32").generate({"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False)
+    b = LLM(model=str(whole), device="cpu", dtype="float32").generate(
+        {"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False
+    )
     assert a[0].outputs[0].token_ids == b[0].outputs[0].token_ids
 
 

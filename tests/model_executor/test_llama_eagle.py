@@ -77,11 +77,17 @@ def test_draft_vocab_scores_a_subset_of_the_target_lm_head(tmp_path):
     assert not torch.allclose(draft.compute_logits(hidden), logits)
 
 
-@pytest.mark.parametrize("ids, error, match", [
-    (torch.tensor([], dtype=torch.long), ValueError, "empty"), ([1, 1, 2], ValueError, "has 1 more than once"),
-    ([-1, 2], ValueError, "has -1; allowed"), ([5, 10_000], ValueError, "has 10000; allowed"),
-    ([1.0, 2.0], TypeError, "integer token ids"), ([[1, 2]], TypeError, "1-D"),
-])
+@pytest.mark.parametrize(
+    "ids, error, match",
+    [
+        (torch.tensor([], dtype=torch.long), ValueError, "empty"),
+        ([1, 1, 2], ValueError, "has 1 more than once"),
+        ([-1, 2], ValueError, "has -1; allowed"),
+        ([5, 10_000], ValueError, "has 10000; allowed"),
+        ([1.0, 2.0], TypeError, "integer token ids"),
+        ([[1, 2]], TypeError, "1-D"),
+    ],
+)
 def test_bad_draft_vocab(tmp_path, ids, error, match):
     _, target = make_target(tmp_path / "target")
     with pytest.raises(error, match=match):

@@ -14,8 +14,16 @@ def test_checkpoint_round_trip(tmp_path):
     draft = make_eagle3(target)
     folder = draft.save_pretrained(tmp_path / "eagle3", dtype=torch.float32)
     weights = load_file(folder / "model.safetensors")
-    assert {"d2t", "t2d", "fc.weight", "norm.weight", "lm_head.weight", "midlayer.hidden_norm.weight",
-            "midlayer.input_layernorm.weight", "midlayer.self_attn.q_proj.weight"} <= set(weights)
+    assert {
+        "d2t",
+        "t2d",
+        "fc.weight",
+        "norm.weight",
+        "lm_head.weight",
+        "midlayer.hidden_norm.weight",
+        "midlayer.input_layernorm.weight",
+        "midlayer.self_attn.q_proj.weight",
+    } <= set(weights)
     hidden = target.config.hidden_size
     assert weights["midlayer.self_attn.q_proj.weight"].shape[1] == 2 * hidden  # q/k/v read [embed, h]
     assert weights["fc.weight"].shape == (hidden, 3 * hidden)

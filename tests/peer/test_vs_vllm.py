@@ -28,7 +28,7 @@ SPEC_CONFIGS = [name for name in CONFIG_NAMES if name != "plain"]
 HEADS = ["draft_model", "eagle", "eagle3", "medusa"]
 
 EAGLE_HEAD = (
-    "an EAGLE-1 head vLLM v0.32.0 cannot load as trained? A config.json \"bias\": true is read as attention_bias "
+    'an EAGLE-1 head vLLM v0.32.0 cannot load as trained? A config.json "bias": true is read as attention_bias '
     "(vllm/model_executor/models/llama.py:268-270: q/k/v/o_proj get biases the checkpoint lacks), and fc is "
     "built without bias (llama_eagle.py:110-117) while an fc.bias in the checkpoint is dropped without a word "
     "(AutoWeightsLoader ignores unexpected '.bias', vllm/model_executor/models/utils.py:457-458)"
@@ -51,7 +51,9 @@ def result(name: str) -> list[vs_vllm.PhaseComparison]:
 @pytest.mark.parametrize("name", CONFIG_NAMES)
 def test_greedy_tokens_equal(name):
     for row in result(name):
-        assert row.num_equal == row.num_prompts, f"{name} {row.phase}: {row.num_equal}/{row.num_prompts} equal"
+        assert row.num_equal == row.num_prompts, (
+            f"{name} {row.phase}: {row.num_equal}/{row.num_prompts} equal"
+        )
         assert row.vllm_threads == QUICK.threads, f"vLLM ran torch with {row.vllm_threads} threads"
 
 
@@ -63,12 +65,16 @@ def test_counters_equal(name):
         assert row.minispec["num_drafts"] > 0, f"{name} {row.phase}: minispec did not speculate"
         assert row.verdict != "draft_cap", f"{name} {row.phase}: {DRAFT_CAP}: {row.divergence}"
         assert row.verdict in ("equal", "near_tie"), (
-            f"{name} {row.phase}: engines part at {row.divergence}; minispec {row.minispec}, vLLM {row.vllm}")
+            f"{name} {row.phase}: engines part at {row.divergence}; minispec {row.minispec}, vLLM {row.vllm}"
+        )
         if row.verdict == "near_tie":
             assert name == "draft_model"
             tie = row.divergence["draft_near_tie"]
-            warnings.warn(f"{name} {row.phase}: drafts part at a near tie of the draft's logits "
-                          f"(top-2 {tie['top2']}, gap {tie['gap']:.2e}): {row.divergence}", stacklevel=1)
+            warnings.warn(
+                f"{name} {row.phase}: drafts part at a near tie of the draft's logits "
+                f"(top-2 {tie['top2']}, gap {tie['gap']:.2e}): {row.divergence}",
+                stacklevel=1,
+            )
 
 
 @pytest.mark.parametrize("name", SPEC_CONFIGS)
@@ -85,7 +91,9 @@ def test_log_line_and_metric_names(name):
 def test_vllm_accepts_the_zoo_heads_drafts(name):
     for row in result(name):
         hint = f"; {EAGLE_HEAD}" if name == "eagle" else ""
-        assert row.vllm["num_accepted_tokens"] > 0, f"vLLM accepted none of {name}'s drafts ({row.phase}){hint}"
+        assert row.vllm["num_accepted_tokens"] > 0, (
+            f"vLLM accepted none of {name}'s drafts ({row.phase}){hint}"
+        )
 
 
 def test_gemm_check_runs_both_packed_calls_batch_invariant():
@@ -96,9 +104,23 @@ def test_gemm_check_runs_both_packed_calls_batch_invariant():
 
     script = Path(__file__).resolve().parents[2] / "peer" / "gemm_check.py"
     out = subprocess.run(
-        [str(vs_vllm.vllm_python()), str(script), "--rows", "1", "2", "--copies", "1", "--rounds", "1",
-         "--dtypes", "float32"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        [
+            str(vs_vllm.vllm_python()),
+            str(script),
+            "--rows",
+            "1",
+            "2",
+            "--copies",
+            "1",
+            "--rounds",
+            "1",
+            "--dtypes",
+            "float32",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "float32: batch-invariant: {'torch oneDNN': True, 'vLLM onednn_mm': True}" in out.stdout

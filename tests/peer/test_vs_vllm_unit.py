@@ -26,7 +26,10 @@ from minispec.bench.vs_vllm import (
 def test_cap_steps_cuts_drafts_at_max_tokens_and_drops_empty_steps():
     # prompt of 10, max_tokens 8: with 5 tokens out, 2 drafts still fit (the 8th token is the bonus)
     steps = [[1, [4, 5, 6, 7], 3], [5, [1, 2, 3, 4], 4], [7, [9, 9, 9, 9], 1]]
-    assert cap_steps(steps, prompt_len=10, max_tokens=8, max_model_len=512) == [[1, [4, 5, 6, 7], 3], [5, [1, 2], 2]]
+    assert cap_steps(steps, prompt_len=10, max_tokens=8, max_model_len=512) == [
+        [1, [4, 5, 6, 7], 3],
+        [5, [1, 2], 2],
+    ]
     # max_model_len binds too: 10 + 1 tokens, room for 12 - 11 - 1 = 0 drafts
     assert cap_steps(steps[:1], prompt_len=10, max_tokens=64, max_model_len=12) == []
 
@@ -51,9 +54,25 @@ def test_first_divergence():
 
 
 def _row(**overrides) -> PhaseComparison:
-    counters = {"num_drafts": 2, "num_draft_tokens": 5, "num_accepted_tokens": 3, "num_accepted_tokens_per_pos": [2, 1]}
-    values = dict(config="ngram", phase="batch 1", num_equal=4, num_prompts=4, minispec=counters, vllm=counters,
-                  vllm_capped=counters, minispec_tok_s=50.0, vllm_tok_s=100.0, divergence=None, vllm_log_lines=[])
+    counters = {
+        "num_drafts": 2,
+        "num_draft_tokens": 5,
+        "num_accepted_tokens": 3,
+        "num_accepted_tokens_per_pos": [2, 1],
+    }
+    values = dict(
+        config="ngram",
+        phase="batch 1",
+        num_equal=4,
+        num_prompts=4,
+        minispec=counters,
+        vllm=counters,
+        vllm_capped=counters,
+        minispec_tok_s=50.0,
+        vllm_tok_s=100.0,
+        divergence=None,
+        vllm_log_lines=[],
+    )
     values.update(overrides)
     return PhaseComparison(**values)
 
@@ -75,7 +94,12 @@ def test_format_table_and_write_docs(tmp_path):
 
 def test_verdicts():
     assert _row().verdict == "equal"
-    more = {"num_drafts": 3, "num_draft_tokens": 9, "num_accepted_tokens": 3, "num_accepted_tokens_per_pos": [2, 1]}
+    more = {
+        "num_drafts": 3,
+        "num_draft_tokens": 9,
+        "num_accepted_tokens": 3,
+        "num_accepted_tokens_per_pos": [2, 1],
+    }
     step = {"request": 0, "step": 2, "minispec": None, "vllm": [5, [1, 2, 3, 4], 0]}
     assert _row(vllm=more, divergence=step).verdict == "draft_cap"  # vLLM's extra step is past the cap
     assert _row(vllm=more, divergence=step, divergence_capped=step).verdict == "differs"
@@ -84,14 +108,21 @@ def test_verdicts():
 
 
 def test_log_lines_compared_without_throughputs():
-    vllm_line = ("SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 12.34 tokens/s, "
-                 "Drafted throughput: 20.00 tokens/s, Accepted: 3 tokens, Drafted: 5 tokens, "
-                 "Per-position acceptance rate: 1.000, 0.500, Avg Draft acceptance rate: 60.0%")
-    mine = ("SpecDecoding metrics: Mean acceptance length: 2.50, Accepted: 3 tokens, Drafted: 5 tokens, "
-            "Per-position acceptance rate: 1.000, 0.500, Avg Draft acceptance rate: 60.0%")
+    vllm_line = (
+        "SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 12.34 tokens/s, "
+        "Drafted throughput: 20.00 tokens/s, Accepted: 3 tokens, Drafted: 5 tokens, "
+        "Per-position acceptance rate: 1.000, 0.500, Avg Draft acceptance rate: 60.0%"
+    )
+    mine = (
+        "SpecDecoding metrics: Mean acceptance length: 2.50, Accepted: 3 tokens, Drafted: 5 tokens, "
+        "Per-position acceptance rate: 1.000, 0.500, Avg Draft acceptance rate: 60.0%"
+    )
     assert vs_vllm.strip_throughput(vllm_line) == mine
     assert _row(vllm_log_lines=[vllm_line], minispec_log_lines=[mine]).log_lines_equal is True
-    assert _row(vllm_log_lines=[vllm_line], minispec_log_lines=[mine.replace("2.50", "2.49")]).log_lines_equal is False
+    assert (
+        _row(vllm_log_lines=[vllm_line], minispec_log_lines=[mine.replace("2.50", "2.49")]).log_lines_equal
+        is False
+    )
     assert _row().log_lines_equal is None
 
 
@@ -105,8 +136,12 @@ def test_missing_peer_says_make_peer(monkeypatch, tmp_path, capsys):
 
 def test_configs_and_job():
     assert speculative_config("plain") is None
-    assert speculative_config("ngram") == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2,
-                                           "prompt_lookup_max": 4}
+    assert speculative_config("ngram") == {
+        "method": "ngram",
+        "num_speculative_tokens": 4,
+        "prompt_lookup_min": 2,
+        "prompt_lookup_max": 4,
+    }
     for name in ("draft_model", "eagle", "eagle3", "medusa"):
         spec = speculative_config(name)
         assert spec["method"] == name and not spec["model"].startswith("zoo:")
@@ -134,7 +169,9 @@ def test_minispec_side_records_steps_that_add_up_to_its_counters():
         assert len(phase["token_ids"]) == len(spec["prompts"])
         assert all(len(t) == settings.max_tokens for t in phase["token_ids"])
         assert count_steps(phase["steps"], 4) == phase["counters"]
-        assert all(line.startswith("SpecDecoding metrics: Mean acceptance length") for line in phase["log_lines"])
+        assert all(
+            line.startswith("SpecDecoding metrics: Mean acceptance length") for line in phase["log_lines"]
+        )
     assert result["metric_names"] == sorted(vs_vllm.COUNTER_NAMES)
     assert result["phases"][1]["counters"]["num_drafts"] > 0  # speculation ran
 
@@ -153,9 +190,15 @@ class FakeSide:
         tokens = [[p[0], next(self.tokens)] if self.tokens else [p[0]] for p in prompts]
         out = {"token_ids": tokens, "elapsed_s": next(self.times)}
         if record:
-            out.update(steps=[[] for _ in prompts], counters={"num_drafts": 1, "num_draft_tokens": 4,
-                                                            "num_accepted_tokens": 2,
-                                                            "num_accepted_tokens_per_pos": [1, 1]})
+            out.update(
+                steps=[[] for _ in prompts],
+                counters={
+                    "num_drafts": 1,
+                    "num_draft_tokens": 4,
+                    "num_accepted_tokens": 2,
+                    "num_accepted_tokens_per_pos": [1, 1],
+                },
+            )
         return out
 
     def end_phase(self):
@@ -169,14 +212,26 @@ def test_engines_take_turns_call_by_call_and_each_call_keeps_its_fastest_run():
     job = {"phases": [{"name": "batch 1", "batch_size": 1, "prompts": [[10], [20]]}]}
     vl, ms = vs_vllm.run_turns([vllm, mine], job, repeats=2)
     # the first to go alternates from call to call and from pass to pass; only the first pass is recorded
-    assert order == [("vllm", 10, True), ("minispec", 10, True), ("minispec", 20, True), ("vllm", 20, True),
-                     ("minispec", 10, False), ("vllm", 10, False), ("vllm", 20, False), ("minispec", 20, False)]
+    assert order == [
+        ("vllm", 10, True),
+        ("minispec", 10, True),
+        ("minispec", 20, True),
+        ("vllm", 20, True),
+        ("minispec", 10, False),
+        ("vllm", 10, False),
+        ("vllm", 20, False),
+        ("minispec", 20, False),
+    ]
     assert vl["phases"][0]["elapsed_s"] == 3.0 + 1.0  # call 10: runs 3, 5; call 20: runs 2, 1
     assert ms["phases"][0]["elapsed_s"] == 1.5 + 6.0  # call 10: runs 4, 1.5; call 20: runs 6, 7
     phase = vl["phases"][0]
     assert phase["token_ids"] == [[10], [20]] and phase["log_lines"] == ["vllm line"]
-    assert phase["counters"] == {"num_drafts": 2, "num_draft_tokens": 8, "num_accepted_tokens": 4,
-                                 "num_accepted_tokens_per_pos": [2, 2]}  # the recorded pass's calls, added
+    assert phase["counters"] == {
+        "num_drafts": 2,
+        "num_draft_tokens": 8,
+        "num_accepted_tokens": 4,
+        "num_accepted_tokens_per_pos": [2, 2],
+    }  # the recorded pass's calls, added
     with pytest.raises(SystemExit):
         vs_vllm.main(["--repeats", "0"])
 
@@ -188,12 +243,17 @@ def test_a_second_run_with_other_tokens_is_an_error():
         vs_vllm.run_turns([side], job, repeats=2)
 
 
-@pytest.mark.parametrize("body, message", [
-    ("import time\ntime.sleep(30)\n", "no answer within 1 s to the job"),
-    ("import sys\nsys.stdin.readline()\nprint('{\"error\": \"ValueError: bad model\"}', flush=True)\n",
-     "failed: ValueError: bad model"),
-    ("", "no answer \\(exit code"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("import time\ntime.sleep(30)\n", "no answer within 1 s to the job"),
+        (
+            'import sys\nsys.stdin.readline()\nprint(\'{"error": "ValueError: bad model"}\', flush=True)\n',
+            "failed: ValueError: bad model",
+        ),
+        ("", "no answer \\(exit code"),
+    ],
+)
 def test_the_vllm_side_never_hangs_and_says_why_it_stopped(tmp_path, monkeypatch, body, message):
     import sys
 

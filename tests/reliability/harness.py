@@ -6,10 +6,17 @@ from __future__ import annotations
 
 from minispec import LLM, SamplingParams
 
-ENGINE_KWARGS = {"device": "cpu", "max_model_len": 64, "num_kv_blocks": 15, "block_size": 4}  # 60 tokens of KV
+ENGINE_KWARGS = {
+    "device": "cpu",
+    "max_model_len": 64,
+    "num_kv_blocks": 15,
+    "block_size": 4,
+}  # 60 tokens of KV
 GOOD_PROMPTS = [{"prompt_token_ids": [1, 5, 6, 7, 5, 6, 7]}, {"prompt_token_ids": [1, 9, 10, 11, 9, 10]}]
-GOOD_PARAMS = [SamplingParams(temperature=0, max_tokens=6, ignore_eos=True),
-               SamplingParams(temperature=0.8, seed=7, max_tokens=6, ignore_eos=True)]
+GOOD_PARAMS = [
+    SamplingParams(temperature=0, max_tokens=6, ignore_eos=True),
+    SamplingParams(temperature=0.8, seed=7, max_tokens=6, ignore_eos=True),
+]
 
 
 def token_ids(outputs) -> list[list[int]]:
@@ -30,7 +37,9 @@ def assert_clean(llm: LLM) -> None:
     drafter = engine.model_runner.drafter
     draft_manager = getattr(drafter, "kv_cache_manager", None)
     if draft_manager is not None:
-        assert draft_manager.num_free_blocks == draft_manager.block_pool.num_blocks, "drafter KV blocks not returned"
+        assert draft_manager.num_free_blocks == draft_manager.block_pool.num_blocks, (
+            "drafter KV blocks not returned"
+        )
         assert not draft_manager.req_to_blocks, "drafter block table not empty"
     for name in ("states", "draft_probs", "last_trees"):
         assert not getattr(drafter, name, None), f"drafter.{name} not empty"
@@ -51,7 +60,12 @@ class Engines:
         self._built: dict[str, tuple[LLM, list[list[int]]]] = {}
 
     def build(self, name: str) -> LLM:
-        return LLM(model=self.models["target"], speculative_config=self.configs[name], **ENGINE_KWARGS, dtype="float32")
+        return LLM(
+            model=self.models["target"],
+            speculative_config=self.configs[name],
+            **ENGINE_KWARGS,
+            dtype="float32",
+        )
 
     def __getitem__(self, name: str) -> tuple[LLM, list[list[int]]]:
         if name not in self._built:

@@ -52,6 +52,7 @@ def test_bad_request(bad, config, ctx, engines):
 def test_bad_engine_argument_or_checkpoint(bad, ctx, models, monkeypatch):
     kwargs = {"model": models["target"], **ENGINE_KWARGS, **bad.make(ctx)}
     if bad.early:  # argument errors come before any checkpoint is read
+
         def no_loading(*args, **kw):
             raise AssertionError(f"{bad.name}: a checkpoint was read before the arguments were checked")
 

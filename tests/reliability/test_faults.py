@@ -8,8 +8,11 @@ from minispec import SamplingParams
 from tests.reliability.harness import assert_clean, assert_invariant, token_ids
 from tests.reliability.models import CONFIGS
 
-LONG = [{"prompt_token_ids": [1, 5, 6, 7, 5, 6, 7, 8]}, {"prompt_token_ids": [1, 9, 10]},
-        {"prompt_token_ids": [1, 20, 21, 22, 20, 21]}]
+LONG = [
+    {"prompt_token_ids": [1, 5, 6, 7, 5, 6, 7, 8]},
+    {"prompt_token_ids": [1, 9, 10]},
+    {"prompt_token_ids": [1, 20, 21, 22, 20, 21]},
+]
 PARAMS = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
 
 
@@ -22,7 +25,9 @@ def fail_on_call(n: int, error: BaseException):
             if calls[0] == n:
                 raise error
             return fn(*args, **kwargs)
+
         return wrapper
+
     return wrap
 
 
@@ -30,14 +35,23 @@ FAULTS = {
     "error in the model runner at step 2": ("model_runner", "execute_model", 2, RuntimeError("injected")),
     "Ctrl-C in the model runner at step 3": ("model_runner", "execute_model", 3, KeyboardInterrupt()),
     "error in the drafter at its 2nd proposal": ("drafter", "propose", 2, RuntimeError("injected")),
-    "error while updating the scheduler at step 2": ("scheduler", "update_from_output", 2, ValueError("injected")),
+    "error while updating the scheduler at step 2": (
+        "scheduler",
+        "update_from_output",
+        2,
+        ValueError("injected"),
+    ),
     "error in the detokenizer at the first output": ("tokenizer", "decode", 1, UnicodeError("injected")),
 }
 
 
 def target(engine, where):
-    return {"model_runner": engine.model_runner, "drafter": engine.model_runner.drafter,
-            "scheduler": engine.scheduler, "tokenizer": engine.tokenizer}[where]
+    return {
+        "model_runner": engine.model_runner,
+        "drafter": engine.model_runner.drafter,
+        "scheduler": engine.scheduler,
+        "tokenizer": engine.tokenizer,
+    }[where]
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))

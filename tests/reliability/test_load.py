@@ -11,8 +11,13 @@ from minispec import LLM, SamplingParams
 from tests.reliability.harness import assert_clean, token_ids
 from tests.reliability.models import CONFIGS, spec_configs
 
-LOAD_KWARGS = {"device": "cpu", "max_model_len": 64, "block_size": 4, "num_kv_blocks": 96,
-               "max_num_batched_tokens": 192}
+LOAD_KWARGS = {
+    "device": "cpu",
+    "max_model_len": 64,
+    "block_size": 4,
+    "num_kv_blocks": 96,
+    "max_num_batched_tokens": 192,
+}
 # ---- EXCLUDED FROM THE GREEDY EQUALITY CHECK ----------------------------------------------------------------
 # Greedy rows that set one of these fields still run (and must finish, and free their blocks), but their tokens
 # are not compared with plain decoding. Empty this tuple as exactness under speculation covers each field.
@@ -30,12 +35,15 @@ def load_requests(n: int = 64, seed: int = 0):
         if kind == 0:
             p = SamplingParams(temperature=0, **common)
         elif kind == 1:
-            p = SamplingParams(temperature=0, repetition_penalty=1.3, frequency_penalty=0.4, presence_penalty=0.3,
-                               **common)
+            p = SamplingParams(
+                temperature=0, repetition_penalty=1.3, frequency_penalty=0.4, presence_penalty=0.3, **common
+            )
         elif kind == 2:
             p = SamplingParams(temperature=0, logit_bias={int(rng.integers(3, 96)): 3.0, 7: -5.0}, **common)
         elif kind == 3:
-            p = SamplingParams(temperature=0, stop_token_ids=[int(t) for t in rng.integers(3, 96, size=3)], **common)
+            p = SamplingParams(
+                temperature=0, stop_token_ids=[int(t) for t in rng.integers(3, 96, size=3)], **common
+            )
         elif kind == 4:
             p = SamplingParams(temperature=0, logprobs=2, **common)
         elif kind == 5:
@@ -52,16 +60,23 @@ def load_requests(n: int = 64, seed: int = 0):
 def compared(p: SamplingParams) -> bool:
     if not p.is_greedy:
         return False
-    changed = {"repetition_penalty": p.repetition_penalty != 1.0, "frequency_penalty": p.frequency_penalty != 0.0,
-               "presence_penalty": p.presence_penalty != 0.0, "logit_bias": bool(p.logit_bias),
-               "stop_token_ids": bool(p.stop_token_ids), "logprobs": p.logprobs is not None}
+    changed = {
+        "repetition_penalty": p.repetition_penalty != 1.0,
+        "frequency_penalty": p.frequency_penalty != 0.0,
+        "presence_penalty": p.presence_penalty != 0.0,
+        "logit_bias": bool(p.logit_bias),
+        "stop_token_ids": bool(p.stop_token_ids),
+        "logprobs": p.logprobs is not None,
+    }
     return not any(changed[name] for name in EXCLUDED_FROM_GREEDY_EQUALITY)
 
 
 @pytest.fixture(scope="module")
 def plain(models):
     prompts, params = load_requests()
-    return token_ids(LLM(model=models["target"], **LOAD_KWARGS, dtype="float32").generate(prompts, params, use_tqdm=False))
+    return token_ids(
+        LLM(model=models["target"], **LOAD_KWARGS, dtype="float32").generate(prompts, params, use_tqdm=False)
+    )
 
 
 def load_config(name: str, models) -> dict:
@@ -74,7 +89,9 @@ def load_config(name: str, models) -> dict:
 @pytest.mark.parametrize("config", [c for c in CONFIGS if c != "plain"] + ["draft_model_probabilistic"])
 def test_64_mixed_requests(config, models, plain):
     prompts, params = load_requests()
-    llm = LLM(model=models["target"], speculative_config=load_config(config, models), **LOAD_KWARGS, dtype="float32")
+    llm = LLM(
+        model=models["target"], speculative_config=load_config(config, models), **LOAD_KWARGS, dtype="float32"
+    )
     scheduler, preemptions = llm.llm_engine.scheduler, []
     preempt = scheduler._preempt
     scheduler._preempt = lambda request: (preemptions.append(request.request_id), preempt(request))
@@ -87,8 +104,11 @@ def test_64_mixed_requests(config, models, plain):
         if p.logprobs is not None:
             assert len(completion.logprobs) == len(completion.token_ids)
     assert_clean(llm)
-    mismatched = [i for i, (o, p, ref) in enumerate(zip(outputs, params, plain))
-                  if compared(p) and o.outputs[0].token_ids != ref]
+    mismatched = [
+        i
+        for i, (o, p, ref) in enumerate(zip(outputs, params, plain))
+        if compared(p) and o.outputs[0].token_ids != ref
+    ]
     assert not mismatched, f"greedy rows {mismatched} differ from plain decoding"
     stats = llm.get_spec_decoding_stats()
     assert stats.num_draft_tokens > 0  # speculation ran
@@ -102,7 +122,11 @@ def test_short_token_budget(config, budget, models):
     prompts = [{"prompt_token_ids": [1, 5, 6, 7, 5, 6, 7]}, {"prompt_token_ids": [1, 9, 10, 11]}]
     params = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
     kwargs = {**LOAD_KWARGS, "max_num_batched_tokens": budget}
-    expected = token_ids(LLM(model=models["target"], **LOAD_KWARGS, dtype="float32").generate(prompts, params, use_tqdm=False))
-    llm = LLM(model=models["target"], speculative_config=spec_configs(models)[config], **kwargs, dtype="float32")
+    expected = token_ids(
+        LLM(model=models["target"], **LOAD_KWARGS, dtype="float32").generate(prompts, params, use_tqdm=False)
+    )
+    llm = LLM(
+        model=models["target"], speculative_config=spec_configs(models)[config], **kwargs, dtype="float32"
+    )
     assert token_ids(llm.generate(prompts, params, use_tqdm=False)) == expected
     assert_clean(llm)

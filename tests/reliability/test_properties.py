@@ -18,19 +18,39 @@ SLOW = settings(max_examples=20, deadline=None, suppress_health_check=list(Healt
 
 # anything a caller might pass where a number is expected
 junk = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=4), st.lists(st.integers(-3, 200), max_size=3), st.integers(-5, 200).map(np.int64),
-    st.floats(-3, 3).map(np.float32), st.dictionaries(st.integers(-2, 200), st.floats(-200, 200), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=4),
+    st.lists(st.integers(-3, 200), max_size=3),
+    st.integers(-5, 200).map(np.int64),
+    st.floats(-3, 3).map(np.float32),
+    st.dictionaries(st.integers(-2, 200), st.floats(-200, 200), max_size=2),
 )
+
+
 def mostly(valid, *bad, odds: int = 4):
     """Valid values `odds` times as often as bad ones, so that many examples get past validation."""
     bad = st.one_of(*bad)
     return st.integers(0, odds).flatmap(lambda i: bad if i == 0 else valid)
 
 
-SAMPLING_FIELDS = ["temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-                   "repetition_penalty", "seed", "max_tokens", "stop_token_ids", "ignore_eos", "logprobs",
-                   "logit_bias"]
+SAMPLING_FIELDS = [
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "seed",
+    "max_tokens",
+    "stop_token_ids",
+    "ignore_eos",
+    "logprobs",
+    "logit_bias",
+]
 
 
 def check_error(error: Exception, names) -> None:
@@ -40,12 +60,21 @@ def check_error(error: Exception, names) -> None:
 
 
 SAMPLING_VALID = {
-    "temperature": st.floats(0, 3), "top_p": st.floats(1e-6, 1), "top_k": st.integers(-1, 200),
-    "min_p": st.floats(0, 1), "presence_penalty": st.floats(-2, 2), "frequency_penalty": st.floats(-2, 2),
-    "repetition_penalty": st.floats(0.01, 3), "seed": st.one_of(st.none(), st.integers(-1, 2**64 - 1)),
-    "max_tokens": st.one_of(st.none(), st.integers(1, 100)), "stop_token_ids": st.lists(st.integers(0, 120)),
-    "ignore_eos": st.booleans(), "logprobs": st.one_of(st.none(), st.integers(0, 120)),
-    "logit_bias": st.one_of(st.none(), st.dictionaries(st.integers(0, 120), st.floats(-100, 100), max_size=3)),
+    "temperature": st.floats(0, 3),
+    "top_p": st.floats(1e-6, 1),
+    "top_k": st.integers(-1, 200),
+    "min_p": st.floats(0, 1),
+    "presence_penalty": st.floats(-2, 2),
+    "frequency_penalty": st.floats(-2, 2),
+    "repetition_penalty": st.floats(0.01, 3),
+    "seed": st.one_of(st.none(), st.integers(-1, 2**64 - 1)),
+    "max_tokens": st.one_of(st.none(), st.integers(1, 100)),
+    "stop_token_ids": st.lists(st.integers(0, 120)),
+    "ignore_eos": st.booleans(),
+    "logprobs": st.one_of(st.none(), st.integers(0, 120)),
+    "logit_bias": st.one_of(
+        st.none(), st.dictionaries(st.integers(0, 120), st.floats(-100, 100), max_size=3)
+    ),
 }
 
 
@@ -58,7 +87,14 @@ def test_sampling_params_valid_or_a_clear_error(kwargs):
         check_error(e, kwargs)
         return
     event("accepted")
-    for name in ("temperature", "top_p", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty"):
+    for name in (
+        "temperature",
+        "top_p",
+        "min_p",
+        "presence_penalty",
+        "frequency_penalty",
+        "repetition_penalty",
+    ):
         value = getattr(p, name)
         assert type(value) is float and math.isfinite(value)
     for name in ("top_k", "seed", "max_tokens", "logprobs"):
@@ -77,8 +113,11 @@ SPEC_VALUES = {
     "prompt_lookup_min": st.one_of(st.integers(-1, 7), junk),
     "prompt_lookup_max": st.one_of(st.integers(-1, 7), junk),
     "disable_by_batch_size": st.one_of(st.integers(-1, 5), junk),
-    "speculative_token_tree": st.one_of(st.none(), st.text(max_size=12), st.lists(
-        st.lists(st.integers(-1, 3), max_size=3).map(tuple), max_size=5)),
+    "speculative_token_tree": st.one_of(
+        st.none(),
+        st.text(max_size=12),
+        st.lists(st.lists(st.integers(-1, 3), max_size=3).map(tuple), max_size=5),
+    ),
     "total_tokens": st.one_of(st.integers(0, 80), junk),
     "depth": st.one_of(st.integers(0, 8), junk),
     "top_k": st.one_of(st.integers(0, 8), junk),
@@ -96,32 +135,64 @@ def plausible_spec(draw) -> dict:
     spec = {"method": method}
     if method != "ngram":
         spec["model"] = {"draft_model": "zoo:draft"}.get(method, f"zoo:{method}")
-    mode = draw(st.sampled_from(["chain", "tree", "dynamic"])) if method in ("medusa", "eagle", "eagle3") else "chain"
+    mode = (
+        draw(st.sampled_from(["chain", "tree", "dynamic"]))
+        if method in ("medusa", "eagle", "eagle3")
+        else "chain"
+    )
     if mode == "chain" or draw(st.booleans()):
         k = mostly(st.integers(1, MAX_SPEC_LEN), SPEC_VALUES["num_speculative_tokens"], odds=8)
         spec["num_speculative_tokens"] = draw(k)
     if method == "ngram":
-        spec |= draw(st.fixed_dictionaries({}, optional={k: mostly(st.integers(1, 6), SPEC_VALUES[k])
-                                                         for k in ("prompt_lookup_min", "prompt_lookup_max")}))
+        spec |= draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    k: mostly(st.integers(1, 6), SPEC_VALUES[k])
+                    for k in ("prompt_lookup_min", "prompt_lookup_max")
+                },
+            )
+        )
     if mode == "tree":
-        paths = st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=3).map(tuple), min_size=1, max_size=8)
-        spec["speculative_token_tree"] = draw(mostly(paths.map(lambda ps: sorted({p[:i] for p in ps for i in
-                                                                                  range(1, len(p) + 1)})),
-                                                     SPEC_VALUES["speculative_token_tree"]))
+        paths = st.lists(
+            st.lists(st.integers(0, 2), min_size=1, max_size=3).map(tuple), min_size=1, max_size=8
+        )
+        spec["speculative_token_tree"] = draw(
+            mostly(
+                paths.map(lambda ps: sorted({p[:i] for p in ps for i in range(1, len(p) + 1)})),
+                SPEC_VALUES["speculative_token_tree"],
+            )
+        )
     if mode == "dynamic":
         spec["total_tokens"] = draw(mostly(st.integers(2, 7), SPEC_VALUES["total_tokens"]))
-        spec |= draw(st.fixed_dictionaries({}, optional={k: mostly(st.integers(1, 4), SPEC_VALUES[k])
-                                                         for k in ("depth", "top_k")}))
-    valid = {"disable_by_batch_size": st.integers(2, 8), "posterior_threshold": st.floats(0, 0.99),
-             "acceptance_method": st.sampled_from(["rejection_sampler", "typical_acceptance_sampler"]),
-             "posterior_alpha": st.floats(0, 2), "draft_sample_method": st.sampled_from(["greedy", "probabilistic"])}
-    spec |= draw(st.fixed_dictionaries({}, optional={k: mostly(v, SPEC_VALUES[k], odds=8) for k, v in valid.items()}))
+        spec |= draw(
+            st.fixed_dictionaries(
+                {}, optional={k: mostly(st.integers(1, 4), SPEC_VALUES[k]) for k in ("depth", "top_k")}
+            )
+        )
+    valid = {
+        "disable_by_batch_size": st.integers(2, 8),
+        "posterior_threshold": st.floats(0, 0.99),
+        "acceptance_method": st.sampled_from(["rejection_sampler", "typical_acceptance_sampler"]),
+        "posterior_alpha": st.floats(0, 2),
+        "draft_sample_method": st.sampled_from(["greedy", "probabilistic"]),
+    }
+    spec |= draw(
+        st.fixed_dictionaries({}, optional={k: mostly(v, SPEC_VALUES[k], odds=8) for k, v in valid.items()})
+    )
     return spec
 
 
 @FAST
-@given(st.one_of(plausible_spec(), st.fixed_dictionaries(
-    {"method": SPEC_VALUES["method"]}, optional={k: v for k, v in SPEC_VALUES.items() if k != "method"})))
+@given(
+    st.one_of(
+        plausible_spec(),
+        st.fixed_dictionaries(
+            {"method": SPEC_VALUES["method"]},
+            optional={k: v for k, v in SPEC_VALUES.items() if k != "method"},
+        ),
+    )
+)
 def test_speculative_config_valid_or_a_clear_error(spec):
     try:
         config = SpeculativeConfig.from_dict(spec)
@@ -148,9 +219,13 @@ ENGINE_VALUES = {
     "max_model_len": mostly(st.integers(1, 300), st.integers(-1, 0), st.booleans(), st.floats(0, 100)),
     "max_num_seqs": mostly(st.integers(1, 300), st.integers(-1, 0), st.booleans(), st.none()),
     "max_num_batched_tokens": mostly(st.integers(1, 70), st.integers(-1, 0), st.booleans()),
-    "block_size": mostly(st.integers(1, 64), st.integers(-1, 0), st.booleans(), st.sampled_from([10**9, 2.0])),
+    "block_size": mostly(
+        st.integers(1, 64), st.integers(-1, 0), st.booleans(), st.sampled_from([10**9, 2.0])
+    ),
     "num_kv_blocks": mostly(st.integers(1, 600), st.integers(-1, 0), st.sampled_from([True, 10**13, 3.5])),
-    "seed": mostly(st.integers(-(2**63), 2**64 - 1), st.integers(2**64, 2**65), st.booleans(), st.text(max_size=2)),
+    "seed": mostly(
+        st.integers(-(2**63), 2**64 - 1), st.integers(2**64, 2**65), st.booleans(), st.text(max_size=2)
+    ),
     "dtype": mostly(st.sampled_from(["float32"]), st.sampled_from(["float64", "bf16", None, 1])),
     "device": mostly(st.sampled_from(["cpu", "auto"]), st.sampled_from(["tpu", 0, "cpu:0"])),
 }
@@ -166,8 +241,9 @@ def test_engine_arguments_build_or_a_clear_error(models, kwargs):
         return
     event("built")
     try:
-        out = llm.generate({"prompt_token_ids": [1, 5, 6]}, SamplingParams(temperature=0, max_tokens=3),
-                           use_tqdm=False)
+        out = llm.generate(
+            {"prompt_token_ids": [1, 5, 6]}, SamplingParams(temperature=0, max_tokens=3), use_tqdm=False
+        )
         assert out[0].outputs[0].finish_reason in ("stop", "length")
         event("generated")
     except ValueError as e:  # the request does not fit this engine (max_model_len, KV blocks): said so
@@ -176,8 +252,12 @@ def test_engine_arguments_build_or_a_clear_error(models, kwargs):
 
 
 token = st.one_of(st.integers(-2, 100), st.sampled_from([1.5, True, "3", None]))
-prompt = mostly(st.lists(st.integers(0, 95), min_size=1, max_size=20).map(lambda t: {"prompt_token_ids": t}),
-                st.lists(token, max_size=70).map(lambda t: {"prompt_token_ids": t}), st.text(max_size=70), odds=6)
+prompt = mostly(
+    st.lists(st.integers(0, 95), min_size=1, max_size=20).map(lambda t: {"prompt_token_ids": t}),
+    st.lists(token, max_size=70).map(lambda t: {"prompt_token_ids": t}),
+    st.text(max_size=70),
+    odds=6,
+)
 valid_params = st.builds(
     SamplingParams,
     temperature=st.sampled_from([0.0, 0.0, 0.7, 1.0]),

@@ -26,12 +26,24 @@ def md() -> SamplingMetadata:
 def _expected(field: str) -> SamplingMetadata:
     params = [PARAMS[r] for r in ROWS]
     gens = {j: g for j, r in enumerate(ROWS) for g in [make_generator(4)] if r == 1}
-    return SamplingMetadata.from_requests(params, [PROMPTS[r] for r in ROWS], [OUTPUTS[r] for r in ROWS], gens,
-                                          VOCAB)
+    return SamplingMetadata.from_requests(
+        params, [PROMPTS[r] for r in ROWS], [OUTPUTS[r] for r in ROWS], gens, VOCAB
+    )
 
 
-@pytest.mark.parametrize("field", ["temperature", "top_k", "top_p", "min_p", "frequency_penalties",
-                                   "presence_penalties", "repetition_penalties", "prompt_token_ids"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        "temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+        "frequency_penalties",
+        "presence_penalties",
+        "repetition_penalties",
+        "prompt_token_ids",
+    ],
+)
 def test_tensor_fields(md, field):
     got, expected = getattr(md.select_rows(ROWS), field), getattr(_expected(field), field)
     if field == "prompt_token_ids":  # padding width follows the whole batch; compare the real tokens

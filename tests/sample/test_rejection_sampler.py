@@ -61,14 +61,18 @@ def run(sampler: RejectionSampler, md, draft_probs, target_logits, bonus, sm) ->
 
 def test_greedy_all_accepted_gets_bonus():
     md = SpecDecodeMetadata.make_dummy([[1, 2, 3]])
-    out = run(RejectionSampler(), md, None, one_hot_logits([1, 2, 3], 10), torch.tensor([[4]]), greedy_metadata())
+    out = run(
+        RejectionSampler(), md, None, one_hot_logits([1, 2, 3], 10), torch.tensor([[4]]), greedy_metadata()
+    )
     assert out.dtype == torch.int32
     assert out.tolist() == [[1, 2, 3, 4]]
 
 
 def test_greedy_first_mismatch_writes_target_token():
     md = SpecDecodeMetadata.make_dummy([[1, 2, 3]])
-    out = run(RejectionSampler(), md, None, one_hot_logits([1, 5, 3], 10), torch.tensor([[4]]), greedy_metadata())
+    out = run(
+        RejectionSampler(), md, None, one_hot_logits([1, 5, 3], 10), torch.tensor([[4]]), greedy_metadata()
+    )
     assert out.tolist() == [[1, 5, -1, -1]]
     assert RejectionSampler.parse_output(out, 10) == ([[1, 5]], None)
 
@@ -102,8 +106,13 @@ def test_random_row_with_certain_target_accepts_matching_drafts():
     out = run(RejectionSampler(), md, None, logits, torch.tensor([[4]]), random_metadata(1))
     assert out.tolist() == [[1, 2, 3, 4]]
     # ... and with the target's mass elsewhere the first draft is rejected and replaced by the target token.
-    out = run(RejectionSampler(),
-        md, None, one_hot_logits([5, 2, 3], 10) * 100, torch.tensor([[4]]), random_metadata(1)
+    out = run(
+        RejectionSampler(),
+        md,
+        None,
+        one_hot_logits([5, 2, 3], 10) * 100,
+        torch.tensor([[4]]),
+        random_metadata(1),
     )
     assert out.tolist() == [[5, -1, -1, -1]]
 
@@ -118,7 +127,9 @@ def test_input_validation():
     with pytest.raises(ValueError, match="backend"):
         RejectionSampler(backend="cuda")
     with pytest.raises(ValueError, match="temperature"):
-        sampler(md, None, torch.zeros(3, 5), SamplingMetadata(temperature=None, all_greedy=False, all_random=True))
+        sampler(
+            md, None, torch.zeros(3, 5), SamplingMetadata(temperature=None, all_greedy=False, all_random=True)
+        )
 
 
 def test_torch_path_does_not_import_the_kernels():
@@ -168,7 +179,9 @@ def test_seeded_request_is_independent_of_the_batch():
     def run_in_batch(seed, global_seed):
         torch.manual_seed(global_seed)
         sm = random_metadata(4, generators={2: torch.Generator().manual_seed(seed)})
-        return run(RejectionSampler(), SpecDecodeMetadata.make_dummy(drafts), draft_probs, logits, bonus, sm)[2]
+        return run(RejectionSampler(), SpecDecodeMetadata.make_dummy(drafts), draft_probs, logits, bonus, sm)[
+            2
+        ]
 
     outputs = {tuple(run_alone(s).tolist()) for s in range(20)}
     assert len(outputs) > 1  # the seed matters ...
@@ -264,8 +277,8 @@ def _run_statistical_case(with_draft_probs: bool, temperature: float, top_k: int
         top_k=None if top_k is None else torch.full((num_requests,), top_k, dtype=torch.long),
     )
     torch.manual_seed(seed)
-    out = run(RejectionSampler(backend="torch"),
-        md, draft_probs, target_logits_k.repeat(num_requests, 1), bonus, sm
+    out = run(
+        RejectionSampler(backend="torch"), md, draft_probs, target_logits_k.repeat(num_requests, 1), bonus, sm
     )
     return out, expected_k, drafts, draft_probs_k
 

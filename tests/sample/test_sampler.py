@@ -282,8 +282,14 @@ def test_metadata_builds_in_one_line():
 
 def test_process_logits_is_what_the_sampler_draws_from():
     logits = torch.randn(3, 10, generator=torch.Generator().manual_seed(3))
-    md = SamplingMetadata(temperature=torch.full((3,), 0.7), all_greedy=False, all_random=True,
-                          top_k=torch.full((3,), 3), top_p=torch.ones(3), min_p=torch.full((3,), 0.05))
+    md = SamplingMetadata(
+        temperature=torch.full((3,), 0.7),
+        all_greedy=False,
+        all_random=True,
+        top_k=torch.full((3,), 3),
+        top_p=torch.ones(3),
+        min_p=torch.full((3,), 0.05),
+    )
     processed = Sampler.process_logits(logits, md)
     scaled = logits / 0.7
     probs = scaled.softmax(-1)

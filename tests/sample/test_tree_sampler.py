@@ -31,7 +31,9 @@ def test_a_wrong_procedure_fails_the_same_test():
 
 
 def test_accepted_child_and_certain_cases():
-    assert verify_siblings(torch.tensor([0.0, 1.0, 0.0]), [2, 1])[0] == 1  # p(2) = 0 rejects, p(1) = 1 accepts
+    assert (
+        verify_siblings(torch.tensor([0.0, 1.0, 0.0]), [2, 1])[0] == 1
+    )  # p(2) = 0 rejects, p(1) = 1 accepts
     assert verify_siblings(torch.tensor([0.0, 0.0, 1.0]), [0, 1]) == (-1, 2)  # residual keeps only token 2
     with pytest.raises(ValueError, match="distinct"):
         verify_siblings(P, [1, 1])
@@ -42,10 +44,15 @@ def test_tree_path_follows_the_joint_distribution():
     parents = [-1, 0, 0, 1, 1, 2]  # root -> {1: token 0, 2: token 1}; node 1 -> {3: token 2, 4: token 0}
     node_tokens = [0, 1, 2, 0, 1]
     root = torch.tensor([0.5, 0.3, 0.2])
-    cond = {0: torch.tensor([0.1, 0.2, 0.7]), 1: torch.tensor([0.6, 0.2, 0.2]), 2: torch.tensor([0.3, 0.3, 0.4])}
+    cond = {
+        0: torch.tensor([0.1, 0.2, 0.7]),
+        1: torch.tensor([0.6, 0.2, 0.2]),
+        2: torch.tensor([0.3, 0.3, 0.4]),
+    }
     gen = torch.Generator().manual_seed(11)
     counts = [0] * 9
     for _ in range(N):
+
         def probs(node):
             if node == 0:
                 return root

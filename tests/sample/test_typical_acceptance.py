@@ -43,7 +43,9 @@ def test_zero_threshold_and_alpha_accept_everything():
 def test_sampler_rows_recover_with_argmax_and_take_bonus():
     # request 0: 3 drafts, the second is rejected; request 1: 2 drafts, both accepted -> bonus
     draft_logits = torch.full((5, 6), -10.0)
-    draft_logits[0, 2] = draft_logits[1, 4] = draft_logits[2, 1] = draft_logits[3, 3] = draft_logits[4, 5] = 10.0
+    draft_logits[0, 2] = draft_logits[1, 4] = draft_logits[2, 1] = draft_logits[3, 3] = draft_logits[4, 5] = (
+        10.0
+    )
     metadata = SpecDecodeMetadata.make_dummy([[2, 0, 1], [3, 5]])
     logits = torch.full((7, 6), -1e4)  # rows: 3 drafts, bonus, 2 drafts, bonus
     logits[metadata.target_logits_indices] = draft_logits

@@ -15,8 +15,10 @@ PROMPTS = [[1, 5, 6, 7, 5, 6], [1, 9, 10, 11]]
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     root = tmp_path_factory.mktemp("draft_model")
-    return (str(make_model_dir(root / "target", "llama", seed=3, std=0.2)),
-            str(make_model_dir(root / "draft", "llama", seed=4, std=0.2)))
+    return (
+        str(make_model_dir(root / "target", "llama", seed=3, std=0.2)),
+        str(make_model_dir(root / "draft", "llama", seed=4, std=0.2)),
+    )
 
 
 def drafts_after_two_steps(models, method: str | None):
@@ -59,6 +61,14 @@ def test_probabilistic_keeps_the_draft_distribution(models):
 def test_unknown_draft_sample_method_is_refused(models):
     target, draft = models
     with pytest.raises(ValueError, match="draft_sample_method='sampled'"):
-        LLM(model=target, device="cpu", speculative_config={
-            "method": "draft_model", "model": draft, "num_speculative_tokens": 2, "draft_sample_method": "sampled"}, dtype="float32")
-
+        LLM(
+            model=target,
+            device="cpu",
+            speculative_config={
+                "method": "draft_model",
+                "model": draft,
+                "num_speculative_tokens": 2,
+                "draft_sample_method": "sampled",
+            },
+            dtype="float32",
+        )

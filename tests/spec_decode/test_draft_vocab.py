@@ -33,16 +33,19 @@ def test_counts_round_trip_and_the_vocabulary_is_sorted(tmp_path):
     assert draft_vocab_of(tmp_path, 5, 5).tolist() == [0, 1, 2, 3, 4]
 
 
-@pytest.mark.parametrize("text, match", [
-    (None, "does not exist"),
-    ("not json", "JSON object"),
-    ('{"freq": [1, 2]}', "JSON object"),
-    ('{"counts": [1, 2]}', "got 2 entries"),
-    ('{"counts": {"a": 1}}', "got dict"),
-    ('{"counts": [1, -2, 3]}', "entry 1 is -2"),
-    ('{"counts": [1, true, 3]}', "entry 1 is True"),
-    ('{"counts": [1, 2.5, 3]}', "entry 1 is 2.5"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (None, "does not exist"),
+        ("not json", "JSON object"),
+        ('{"freq": [1, 2]}', "JSON object"),
+        ('{"counts": [1, 2]}', "got 2 entries"),
+        ('{"counts": {"a": 1}}', "got dict"),
+        ('{"counts": [1, -2, 3]}', "entry 1 is -2"),
+        ('{"counts": [1, true, 3]}', "entry 1 is True"),
+        ('{"counts": [1, 2.5, 3]}', "entry 1 is 2.5"),
+    ],
+)
 def test_bad_counts_name_the_file(tmp_path, text, match):
     if text is not None:
         (tmp_path / TOKEN_COUNTS_FILE).write_text(text)

@@ -46,8 +46,11 @@ def run(prop, rid, history, features):
 @pytest.mark.parametrize("mode", ["chain", "static", "dynamic"])
 def test_incremental_steps_with_rejections_match_a_fresh_proposer(drafts, name, mode):
     draft = drafts[name]
-    kw = {"chain": {}, "static": {"tree": SpecTree.from_paths([(0,), (1,), (0, 0), (1, 0), (0, 0, 0)])},
-          "dynamic": {"dynamic_tree": DynamicTreeConfig(total_tokens=9, depth=3, top_k=3)}}[mode]
+    kw = {
+        "chain": {},
+        "static": {"tree": SpecTree.from_paths([(0,), (1,), (0, 0), (1, 0), (0, 0, 0)])},
+        "dynamic": {"dynamic_tree": DynamicTreeConfig(total_tokens=9, depth=3, top_k=3)},
+    }[mode]
     gen = torch.Generator().manual_seed(0)
     tokens = torch.randint(3, 96, (40,), generator=gen).tolist()
     features = torch.randn(40, feature_dim(draft), generator=gen)
@@ -118,8 +121,10 @@ def test_dynamic_tree_config_validates():
         DynamicTreeConfig(total_tokens=30, depth=1, top_k=2)
 
 
-TREES = {"static": {"tree": SpecTree.from_paths([(0,), (1,), (0, 0), (1, 0), (0, 0, 0)])},
-         "dynamic": {"dynamic_tree": DynamicTreeConfig(total_tokens=9, depth=3, top_k=3)}}
+TREES = {
+    "static": {"tree": SpecTree.from_paths([(0,), (1,), (0, 0), (1, 0), (0, 0, 0)])},
+    "dynamic": {"dynamic_tree": DynamicTreeConfig(total_tokens=9, depth=3, top_k=3)},
+}
 
 
 @pytest.mark.parametrize("name", ["eagle", "eagle3"])
@@ -145,7 +150,9 @@ def test_a_batch_drafts_what_each_request_drafts_alone(drafts, name, mode):
     for i, tree in enumerate(alone):
         together = batched.last_trees[f"r{i}"]
         assert got[i] == tree.tokens and together.parents == tree.parents
-        assert together.scores == pytest.approx(tree.scores, abs=2e-4)  # the same keys seen, not only the argmax
+        assert together.scores == pytest.approx(
+            tree.scores, abs=2e-4
+        )  # the same keys seen, not only the argmax
     assert all(len(d) == len(got[0]) > 0 for d in got)
 
 
@@ -202,8 +209,12 @@ def test_keep_best_keeps_the_best_nodes_ties_to_the_earlier_and_renumbers_them()
     holder = SimpleNamespace(dynamic_tree=cfg)
     parents = torch.tensor([[-1, -1, 0, 0, 1, 1], [-1, -1, 0, 0, 1, 1]])  # [B, G]
     tokens = torch.arange(12).view(2, 6) + 100
-    scores = torch.tensor([[-1.0, -1.0, -2.0, -3.0, -1.5, -2.0],  # a tie at -2.0: node 2 before node 5
-                           [-0.5, -0.7, -0.6, -0.9, -0.8, -0.6]])  # a tie at -0.6: node 2 before node 5
+    scores = torch.tensor(
+        [
+            [-1.0, -1.0, -2.0, -3.0, -1.5, -2.0],  # a tie at -2.0: node 2 before node 5
+            [-0.5, -0.7, -0.6, -0.9, -0.8, -0.6],
+        ]
+    )  # a tie at -0.6: node 2 before node 5
     trees, keep = TreeDrafting._keep_best(holder, tokens, parents, scores, [[7], [8]])
     assert keep == [[0, 1, 2, 4], [0, 1, 2, 5]]
     assert [t.tokens for t in trees] == [[100, 101, 102, 104], [106, 107, 108, 111]]
@@ -248,7 +259,9 @@ def test_one_request_metadata_built_with_tensor_ops_equals_the_hosts(drafts, mod
         run(prop, "a", tokens[:11], features[:10])  # 10 entries committed
         state = prop.states["a"]
         prop.add_target_features("a", features[10:])
-        prop.kv_cache_manager.allocate_slots(state, len(tokens) - 1 - state.num_computed_tokens + prop.max_nodes_run)
+        prop.kv_cache_manager.allocate_slots(
+            state, len(tokens) - 1 - state.num_computed_tokens + prop.max_nodes_run
+        )
         batch = prop._first_pass([state], [tokens])
         host_first, host_keys = prop._first_inputs(batch), prop._draft_keys(batch, prop.max_nodes_run)
         block_ids = torch.from_numpy(batch.block_table[0])
@@ -259,8 +272,17 @@ def test_one_request_metadata_built_with_tensor_ops_equals_the_hosts(drafts, mod
                     assert torch.equal(getattr(got, field_name), value), field_name
         for field_name in ("num_tokens", "is_uniform_decode"):
             assert getattr(first.meta, field_name) == getattr(host_first.meta, field_name)
-        for field_name in ("slot_mapping", "query_index", "output_index", "key_slots", "attn_mask", "slot_positions"):
-            assert torch.equal(getattr(first.meta, field_name), getattr(host_first.meta, field_name)), field_name
+        for field_name in (
+            "slot_mapping",
+            "query_index",
+            "output_index",
+            "key_slots",
+            "attn_mask",
+            "slot_positions",
+        ):
+            assert torch.equal(getattr(first.meta, field_name), getattr(host_first.meta, field_name)), (
+                field_name
+            )
 
 
 @pytest.mark.parametrize("name", ["eagle", "eagle3"])
@@ -291,7 +313,9 @@ def test_ahead_of_time_call_drafts_as_the_one_request_graph(drafts, name, mode):
         with torch.inference_mode():
             got = aot(*args)
             prop.kv_caches = [cache]
-            want = prop._grow_tree_one_request(batch.input_ids, batch.features, block_ids, batch.context[0], chain)
+            want = prop._grow_tree_one_request(
+                batch.input_ids, batch.features, block_ids, batch.context[0], chain
+            )
         prop.kv_caches = [args[-1]]
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])  # tokens, parents
         # scores, keys and values: a tree's float32 GEMMs are autotuned and may sum in another order, which moves a
@@ -302,5 +326,9 @@ def test_ahead_of_time_call_drafts_as_the_one_request_graph(drafts, name, mode):
         if not chain:  # the pruned tree: kept nodes, their ids, their parents' numbers; their scores
             assert torch.equal(got[4], want[4])
             torch.testing.assert_close(got[5], want[5], atol=3e-5 * want[2].abs().max().item(), rtol=1e-4)
-        torch.testing.assert_close(args[-1], cache, atol=3e-5 * cache.abs().max().item(), rtol=1e-4)  # keys, values
-    assert not aot.accepts(torch.zeros(prop.max_draft_depth + 2, dtype=torch.long), *args[1:])  # a prompt's call
+        torch.testing.assert_close(
+            args[-1], cache, atol=3e-5 * cache.abs().max().item(), rtol=1e-4
+        )  # keys, values
+    assert not aot.accepts(
+        torch.zeros(prop.max_draft_depth + 2, dtype=torch.long), *args[1:]
+    )  # a prompt's call

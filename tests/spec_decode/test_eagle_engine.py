@@ -65,8 +65,12 @@ def test_a_head_that_is_right_gets_accepted(tmp_path):
     noisy = shortcut_eagle(target, tmp_path / "noisy", noise=0.15)
     params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in MAX_TOKENS]
     plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, params)
-    llm = LLM(model=target, device="cpu", speculative_config={"method": "eagle", "model": exact,
-                                                              "num_speculative_tokens": 3}, dtype="float32")
+    llm = LLM(
+        model=target,
+        device="cpu",
+        speculative_config={"method": "eagle", "model": exact, "num_speculative_tokens": 3},
+        dtype="float32",
+    )
     assert generate(llm, PROMPTS, params) == plain
     assert llm.get_spec_decoding_stats().acceptance_rate == 1.0
     for spec in list(configs(noisy, None))[::2][:2]:  # EAGLE-1 chain and dynamic tree
@@ -96,12 +100,19 @@ def test_sampled_first_two_tokens_follow_the_target(tmp_path, mode):
         p1 = hf(torch.tensor([prompt])).logits[0, -1].softmax(-1)  # [V]
         p2 = hf(torch.tensor([prompt + [t] for t in range(vocab)])).logits[:, -1].softmax(-1)  # [V, V]
     joint = (p1[:, None] * p2).flatten().tolist()
-    spec = {"method": "eagle", "model": head, "num_speculative_tokens": 2, "draft_sample_method": "probabilistic"}
+    spec = {
+        "method": "eagle",
+        "model": head,
+        "num_speculative_tokens": 2,
+        "draft_sample_method": "probabilistic",
+    }
     if mode == "dynamic":
         spec = {"method": "eagle", "model": head, "total_tokens": 5, "depth": 1, "top_k": 2}
     if mode == "chain_fr_spec":
         write_token_counts(head, np.array([9, 1, 9, 9, 9, 0, 9, 9]), "a test")  # tokens 1 and 5 and ...
-        spec["draft_vocab_size"] = 5  # ... token 7 (ties go to the lower id: 0, 2, 3, 4, 6 are kept) are left out
+        spec["draft_vocab_size"] = (
+            5  # ... token 7 (ties go to the lower id: 0, 2, 3, 4, 6 are kept) are left out
+        )
     llm = LLM(model=target, device="cpu", seed=7, max_num_seqs=256, speculative_config=spec, dtype="float32")
     n = 600 if mode == "dynamic" else 1000
     drafter = llm.llm_engine.model_runner.drafter
@@ -148,10 +159,13 @@ def zoo_workload():
     return prompts, params, generate(LLM(model="zoo:target", device="cpu", dtype="float32"), prompts, params)
 
 
-@pytest.mark.parametrize("spec", [
-    {"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 4, "top_k": 3},
-    {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 3},
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 4, "top_k": 3},
+        {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 3},
+    ],
+)
 def test_zoo_heads_greedy_equality(zoo_workload, spec):
     """The shipped heads on the zoo target: exact greedy output at batch 4 and real acceptance."""
     prompts, params, plain = zoo_workload
@@ -164,8 +178,14 @@ def test_zoo_fr_spec_drafts_only_its_vocabulary(zoo_workload):
     """FR-Spec on the zoo head: every drafted token is one of the 1024 most frequent, the output is exact, and
     the drafts still get accepted."""
     prompts, params, plain = zoo_workload
-    spec = {"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 4, "top_k": 2,
-            "draft_vocab_size": 1024}
+    spec = {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        "total_tokens": 12,
+        "depth": 4,
+        "top_k": 2,
+        "draft_vocab_size": 1024,
+    }
     llm = LLM(model="zoo:target", device="cpu", speculative_config=spec, dtype="float32")
     drafter = llm.llm_engine.model_runner.drafter
     drafter.tree_log = []

@@ -34,7 +34,9 @@ def _expansion(cfg: DynamicTreeConfig, num_reqs: int, gen: torch.Generator):
     scores[:, :k] = -torch.randint(0, 3, (num_reqs, k), generator=gen).float()
     for step in range(cfg.depth):
         base = k + step * k * k
-        frontier = torch.stack([torch.randperm(base, generator=gen)[:k].sort().values for _ in range(num_reqs)])
+        frontier = torch.stack(
+            [torch.randperm(base, generator=gen)[:k].sort().values for _ in range(num_reqs)]
+        )
         parents[:, base : base + k * k] = frontier.repeat_interleave(k, dim=1)
         drop = torch.randint(0, 3, (num_reqs, k * k), generator=gen).float()  # ties with parents and siblings
         scores[:, base : base + k * k] = scores.gather(1, frontier).repeat_interleave(k, dim=1) - drop
@@ -52,4 +54,9 @@ def test_prune_keeps_the_trees_keep_best_keeps():
             got, got_keep = pruned_trees(*prune(tokens, parents, scores, cfg.num_nodes), histories)
             assert got_keep == want_keep
             for a, b in zip(got, want):
-                assert (a.root_token, a.tokens, a.parents, a.scores) == (b.root_token, b.tokens, b.parents, b.scores)
+                assert (a.root_token, a.tokens, a.parents, a.scores) == (
+                    b.root_token,
+                    b.tokens,
+                    b.parents,
+                    b.scores,
+                )

@@ -19,19 +19,42 @@ METHODS = {
     "ngram": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1},
     "medusa_chain": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 3},
     "medusa_tree": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": TREE},
-    "medusa_fr_spec": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": TREE,
-                       "draft_vocab_size": 1024},
-    "medusa_typical": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": TREE,
-                       "acceptance_method": "typical_acceptance_sampler"},
+    "medusa_fr_spec": {
+        "method": "medusa",
+        "model": "zoo:medusa",
+        "speculative_token_tree": TREE,
+        "draft_vocab_size": 1024,
+    },
+    "medusa_typical": {
+        "method": "medusa",
+        "model": "zoo:medusa",
+        "speculative_token_tree": TREE,
+        "acceptance_method": "typical_acceptance_sampler",
+    },
     "eagle_chain": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 3},
-    "eagle2_dynamic_tree": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 4, "top_k": 2},
-    "eagle2_fr_spec": {"method": "eagle", "model": "zoo:eagle", "total_tokens": 12, "depth": 4, "top_k": 2,
-                       "draft_vocab_size": 1024},
+    "eagle2_dynamic_tree": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        "total_tokens": 12,
+        "depth": 4,
+        "top_k": 2,
+    },
+    "eagle2_fr_spec": {
+        "method": "eagle",
+        "model": "zoo:eagle",
+        "total_tokens": 12,
+        "depth": 4,
+        "top_k": 2,
+        "draft_vocab_size": 1024,
+    },
     "eagle3": {"method": "eagle3", "model": "zoo:eagle3", "num_speculative_tokens": 3},
 }
 # the same drafters with int8 weights (speculative_config quantization): other drafts, the same output
 INT8 = {"quantization": "int8_per_channel_weight_only"}
-METHODS |= {f"{name}_int8": METHODS[name] | INT8 for name in ("draft_model", "medusa_fr_spec", "eagle2_fr_spec", "eagle3")}
+METHODS |= {
+    f"{name}_int8": METHODS[name] | INT8
+    for name in ("draft_model", "medusa_fr_spec", "eagle2_fr_spec", "eagle3")
+}
 MAX_TOKENS = 40
 
 
@@ -51,9 +74,17 @@ ROWS = [
     ("presence_penalty", _greedy(presence_penalty=0.8), True),
     ("sampled neighbour", _sampled(2, top_p=0.9, frequency_penalty=0.4, logit_bias={7: 4.0}), False),
     ("logit_bias", _greedy(logit_bias={10: 2.5, 20: -5.0, 300: 3.0}), True),
-    ("all at once + logprobs",
-     _greedy(repetition_penalty=1.2, frequency_penalty=0.3, presence_penalty=0.2, logit_bias={50: 1.0},
-             logprobs=3), True),
+    (
+        "all at once + logprobs",
+        _greedy(
+            repetition_penalty=1.2,
+            frequency_penalty=0.3,
+            presence_penalty=0.2,
+            logit_bias={50: 1.0},
+            logprobs=3,
+        ),
+        True,
+    ),
     ("plain + logprobs", _greedy(logprobs=0), True),
     ("stop token", _greedy(stop_token_ids=[13], repetition_penalty=1.15), True),
 ]

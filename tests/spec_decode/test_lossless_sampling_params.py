@@ -63,11 +63,24 @@ def exact_joint(target: str, params: SamplingParams) -> list[float]:
 def spec_config(method: str, models) -> dict:
     target, draft, eagle, medusa = models
     return {
-        "draft_model": {"method": "draft_model", "model": draft, "num_speculative_tokens": 2,
-                        "draft_sample_method": "probabilistic"},
-        "ngram": {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 1, "prompt_lookup_max": 2},
-        "eagle_chain": {"method": "eagle", "model": eagle, "num_speculative_tokens": 2,
-                        "draft_sample_method": "probabilistic"},
+        "draft_model": {
+            "method": "draft_model",
+            "model": draft,
+            "num_speculative_tokens": 2,
+            "draft_sample_method": "probabilistic",
+        },
+        "ngram": {
+            "method": "ngram",
+            "num_speculative_tokens": 2,
+            "prompt_lookup_min": 1,
+            "prompt_lookup_max": 2,
+        },
+        "eagle_chain": {
+            "method": "eagle",
+            "model": eagle,
+            "num_speculative_tokens": 2,
+            "draft_sample_method": "probabilistic",
+        },
         "eagle_chain_greedy_drafts": {"method": "eagle", "model": eagle, "num_speculative_tokens": 2},
         "eagle2_dynamic_tree": {"method": "eagle", "model": eagle, "total_tokens": 5, "depth": 1, "top_k": 2},
         "medusa_tree": {"method": "medusa", "model": medusa, "speculative_token_tree": [(0,), (1,), (0, 0)]},
@@ -76,13 +89,27 @@ def spec_config(method: str, models) -> dict:
 
 @pytest.mark.parametrize("which", list(PARAMS))
 @pytest.mark.parametrize(
-    "method", ["draft_model", "ngram", "eagle_chain", "eagle_chain_greedy_drafts", "eagle2_dynamic_tree", "medusa_tree"]
+    "method",
+    [
+        "draft_model",
+        "ngram",
+        "eagle_chain",
+        "eagle_chain_greedy_drafts",
+        "eagle2_dynamic_tree",
+        "medusa_tree",
+    ],
 )
 def test_first_two_tokens_follow_the_processed_target(models, method, which):
     target = models[0]
     params = SamplingParams(temperature=1.0, max_tokens=4, ignore_eos=True, **PARAMS[which])
-    llm = LLM(model=target, dtype="float32", device="cpu", seed=11, max_num_seqs=256,
-              speculative_config=spec_config(method, models))
+    llm = LLM(
+        model=target,
+        dtype="float32",
+        device="cpu",
+        seed=11,
+        max_num_seqs=256,
+        speculative_config=spec_config(method, models),
+    )
     n = 1500
     outs = llm.generate([{"prompt_token_ids": PROMPT}] * n, params, use_tqdm=False)
     counts = [0] * (VOCAB * VOCAB)

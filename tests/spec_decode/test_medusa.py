@@ -42,7 +42,11 @@ def one_thread():
 
 def _fit_heads(target, heads: Medusa, steps: int = 60) -> None:
     """A few Adam steps on the target's own greedy continuations, so that drafts get accepted."""
-    plain = generate(LLM(model=str(target), device="cpu", dtype="float32"), PROMPTS, SamplingParams(temperature=0, max_tokens=40))
+    plain = generate(
+        LLM(model=str(target), device="cpu", dtype="float32"),
+        PROMPTS,
+        SamplingParams(temperature=0, max_tokens=40),
+    )
     hf = load_hf(target)
     seqs = [torch.tensor(p + o) for p, o in zip(PROMPTS, plain)]
     with torch.no_grad():
@@ -80,8 +84,11 @@ def models(tmp_path_factory):
     shared = Medusa(MedusaConfig(4, 1, 64, VOCAB, original_lm_head=True))
     _fit_heads(target, shared)
     shared.save_pretrained(root / "shared_heads")
-    plain = generate(LLM(model=str(target), device="cpu", dtype="float32"), PROMPTS,
-                     SamplingParams(temperature=0, max_tokens=40))
+    plain = generate(
+        LLM(model=str(target), device="cpu", dtype="float32"),
+        PROMPTS,
+        SamplingParams(temperature=0, max_tokens=40),
+    )
     counts = torch.randint(0, 3, (VOCAB,), generator=torch.Generator().manual_seed(4))
     counts += 100 * torch.bincount(torch.tensor([t for o in plain for t in o]), minlength=VOCAB)
     write_token_counts(root / "shared_heads", counts.numpy(), "the target's greedy continuations, for tests")
@@ -105,6 +112,7 @@ def record_drafts(llm) -> list[int]:
         drafts = propose(*args, **kwargs)
         drafted.extend(t for d in drafts for t in d)
         return drafts
+
     drafter.propose = recording
     return drafted
 
@@ -145,7 +153,10 @@ class _OracleTreeDrafter:
             n = len(r.all_token_ids) + len(new)
             right = self.full[n : n + self.tree.depth] + [0] * self.tree.depth
             drafts.append(
-                [right[len(p) - 1] if p[-1] == 1 else (right[len(p) - 1] + 1) % VOCAB for p in self.tree.paths]
+                [
+                    right[len(p) - 1] if p[-1] == 1 else (right[len(p) - 1] + 1) % VOCAB
+                    for p in self.tree.paths
+                ]
             )
         return drafts
 
@@ -163,10 +174,14 @@ def test_tree_compaction_leaves_plain_decoding_cache(models):
     runner.drafter = _OracleTreeDrafter(runner.spec_tree, prompt, plain)
     assert generate(llm, [prompt], params)[0] == plain
     stats = llm.get_spec_decoding_stats()
-    assert stats.mean_acceptance_length >= 3.5  # 3 accepted + 1 per step, except where max_tokens cuts the tree
+    assert (
+        stats.mean_acceptance_length >= 3.5
+    )  # 3 accepted + 1 per step, except where max_tokens cuts the tree
     # one request from an empty pool gets blocks 0, 1, ...: slot = position. Every token but the last has KV.
     num_cached = len(prompt) + n - 1
-    for (k_plain, v_plain), (k_tree, v_tree) in zip(plain_llm.llm_engine.model_runner.kv_caches, runner.kv_caches):
+    for (k_plain, v_plain), (k_tree, v_tree) in zip(
+        plain_llm.llm_engine.model_runner.kv_caches, runner.kv_caches
+    ):
         torch.testing.assert_close(k_tree[:num_cached], k_plain[:num_cached], atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(v_tree[:num_cached], v_plain[:num_cached], atol=1e-5, rtol=1e-5)
 
@@ -195,21 +210,61 @@ def test_bad_configs_raise(models, tmp_path):
     bad = [
         ({"method": "medusa"}, "model"),
         ({"method": "ngram", "speculative_token_tree": "[(0,)]"}, "medusa"),
-        ({"method": "medusa", "model": str(random_heads), "speculative_token_tree": "[(0,)]",
-          "medusa_choices": [[0]]}, "not both"),
-        ({"method": "medusa", "model": str(random_heads), "acceptance_method": "greedy"}, "acceptance_method"),
+        (
+            {
+                "method": "medusa",
+                "model": str(random_heads),
+                "speculative_token_tree": "[(0,)]",
+                "medusa_choices": [[0]],
+            },
+            "not both",
+        ),
+        (
+            {"method": "medusa", "model": str(random_heads), "acceptance_method": "greedy"},
+            "acceptance_method",
+        ),
         ({"method": "medusa", "model": str(random_heads), "posterior_threshold": 1.5}, "posterior_threshold"),
         ({"method": "medusa", "model": str(random_heads), "posterior_alpha": -1}, "posterior_alpha"),
         ({"method": "medusa", "model": str(random_heads), "num_speculative_tokens": 5}, "Medusa heads"),
-        ({"method": "medusa", "model": str(random_heads), "medusa_choices": [[0]] + [[0] * d for d in range(2, 6)]},
-         "depth 5"),
-        ({"method": "medusa", "model": str(tmp_path / "other"), "num_speculative_tokens": 2}, "hidden_size=32"),
-        ({"method": "medusa", "model": str(random_heads), "num_speculative_tokens": 2, "draft_vocab_size": 8},
-         "one projection each"),
-        ({"method": "medusa", "model": str(shared_heads), "num_speculative_tokens": 2,
-          "draft_vocab_size": VOCAB + 1}, f"draft_vocab_size={VOCAB + 1}"),
-        ({"method": "medusa", "model": str(shared_heads), "speculative_token_tree": "[(0,), (4,)]",
-          "draft_vocab_size": 4}, "top-5"),
+        (
+            {
+                "method": "medusa",
+                "model": str(random_heads),
+                "medusa_choices": [[0]] + [[0] * d for d in range(2, 6)],
+            },
+            "depth 5",
+        ),
+        (
+            {"method": "medusa", "model": str(tmp_path / "other"), "num_speculative_tokens": 2},
+            "hidden_size=32",
+        ),
+        (
+            {
+                "method": "medusa",
+                "model": str(random_heads),
+                "num_speculative_tokens": 2,
+                "draft_vocab_size": 8,
+            },
+            "one projection each",
+        ),
+        (
+            {
+                "method": "medusa",
+                "model": str(shared_heads),
+                "num_speculative_tokens": 2,
+                "draft_vocab_size": VOCAB + 1,
+            },
+            f"draft_vocab_size={VOCAB + 1}",
+        ),
+        (
+            {
+                "method": "medusa",
+                "model": str(shared_heads),
+                "speculative_token_tree": "[(0,), (4,)]",
+                "draft_vocab_size": 4,
+            },
+            "top-5",
+        ),
     ]
     for spec, word in bad:
         with pytest.raises(ValueError, match=word):
@@ -241,9 +296,15 @@ def test_tree_sampling_follows_the_target(tmp_path, fr_spec):
     joint = (p1[:, None, None] * p2[:, :, None] * p3).flatten().tolist()
 
     tree = "[(0,), (1,), (2,), (0, 0), (1, 0), (0, 1), (0, 0, 0)]"
-    spec = {"method": "medusa", "model": str(tmp_path / "heads"), "speculative_token_tree": tree,
-            **({"draft_vocab_size": 4} if fr_spec else {})}
-    llm = LLM(model=str(target), device="cpu", seed=11, max_num_seqs=256, speculative_config=spec, dtype="float32")
+    spec = {
+        "method": "medusa",
+        "model": str(tmp_path / "heads"),
+        "speculative_token_tree": tree,
+        **({"draft_vocab_size": 4} if fr_spec else {}),
+    }
+    llm = LLM(
+        model=str(target), device="cpu", seed=11, max_num_seqs=256, speculative_config=spec, dtype="float32"
+    )
     drafted = record_drafts(llm)
     n = 2000
     # max_tokens=9 leaves room for the whole 7-node tree right after the prefill's token
@@ -269,9 +330,17 @@ def test_zoo_target_with_trained_heads():
     params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
     plain = generate(LLM(model="zoo:target", device="cpu", dtype="float32"), prompts, params)
     frequent = set(draft_vocab_of(zoo.path("medusa"), 4096, 1024).tolist())
-    for extra in ({"num_speculative_tokens": 4}, {"speculative_token_tree": TREE},
-                  {"speculative_token_tree": TREE, "draft_vocab_size": 1024}):
-        llm = LLM(model="zoo:target", device="cpu", speculative_config={"method": "medusa", "model": "zoo:medusa", **extra}, dtype="float32")
+    for extra in (
+        {"num_speculative_tokens": 4},
+        {"speculative_token_tree": TREE},
+        {"speculative_token_tree": TREE, "draft_vocab_size": 1024},
+    ):
+        llm = LLM(
+            model="zoo:target",
+            device="cpu",
+            speculative_config={"method": "medusa", "model": "zoo:medusa", **extra},
+            dtype="float32",
+        )
         drafted = record_drafts(llm)
         assert generate(llm, prompts, params) == plain, extra
         assert generate(llm, prompts[:1], params) == plain[:1], extra
@@ -290,8 +359,11 @@ def test_compiled_drafting_call_drafts_as_eager(models, tree):
 
     heads = load_medusa(models[2])
     eager = MedusaProposer(heads, 3, SpecTree.from_paths(tree) if tree else None)
-    compiled = MedusaProposer(compile_model(load_medusa(models[2]), torch.device("cpu")), 3,
-                              SpecTree.from_paths(tree) if tree else None)
+    compiled = MedusaProposer(
+        compile_model(load_medusa(models[2]), torch.device("cpu")),
+        3,
+        SpecTree.from_paths(tree) if tree else None,
+    )
     hidden = torch.randn(8, 64, generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():
         for rows in ([0], [1], [2, 3, 4]):

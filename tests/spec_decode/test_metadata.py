@@ -81,7 +81,9 @@ def test_matches_a_numpy_construction():
         num_sampled = num_draft + 1
         cu_sampled = np.cumsum(num_sampled)
         ranges = np.arange(cu_sampled[-1]) - np.repeat(cu_sampled - num_sampled, num_sampled)
-        assert md.logits_indices.tolist() == (np.repeat(cu_sched - num_sampled, num_sampled) + ranges).tolist()
+        assert (
+            md.logits_indices.tolist() == (np.repeat(cu_sched - num_sampled, num_sampled) + ranges).tolist()
+        )
         assert md.bonus_logits_indices.tolist() == (cu_sampled - 1).tolist()
         draft_ranges = np.arange(num_draft.sum()) - np.repeat(np.cumsum(num_draft) - num_draft, num_draft)
         target = np.repeat(cu_sampled - num_sampled, num_draft) + draft_ranges

@@ -96,7 +96,9 @@ def test_tree_reports_per_depth():
     assert stats.acceptance_rate == pytest.approx(4 / 30)
     assert stats.system_efficiency == pytest.approx(6 / 8)
     line = stats.log_line()
-    assert "Per-depth acceptance rate: 1.000, 0.500, 0.500" in line and "Nodes verified per step: 15.0" in line
+    assert (
+        "Per-depth acceptance rate: 1.000, 0.500, 0.500" in line and "Nodes verified per step: 15.0" in line
+    )
     with pytest.raises(ValueError, match="accepted path"):
         stats.observe_tree([2], 2)
 

@@ -98,8 +98,13 @@ def test_stop_token_inside_drafts_and_max_model_len(models):
 
 def test_disable_by_batch_size(models):
     target, draft = models
-    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 4,
-            "disable_by_batch_size": 3}
+    spec = {
+        "method": "ngram",
+        "num_speculative_tokens": 3,
+        "prompt_lookup_min": 1,
+        "prompt_lookup_max": 4,
+        "disable_by_batch_size": 3,
+    }
     llm = LLM(model=str(target), device="cpu", speculative_config=spec, dtype="float32")
     generate(llm, PROMPTS[:3], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True))
     assert llm.get_spec_decoding_stats().num_drafts == 0
@@ -143,7 +148,9 @@ def test_sampled_first_two_tokens_follow_the_target(tmp_path, method):
     spec = {"method": method.removesuffix("_greedy"), "num_speculative_tokens": 2}
     spec |= {"model": str(draft)} if method.startswith("draft_model") else {"prompt_lookup_max": 2}
     spec |= {"draft_sample_method": "probabilistic"} if method == "draft_model" else {}
-    llm = LLM(model=str(target), device="cpu", seed=7, max_num_seqs=256, speculative_config=spec, dtype="float32")
+    llm = LLM(
+        model=str(target), device="cpu", seed=7, max_num_seqs=256, speculative_config=spec, dtype="float32"
+    )
     n = 4000
     # max_tokens=4: after the prefill's token, 2 drafts are verified, so the second token passes the sampler
     outs = generate(llm, [prompt] * n, SamplingParams(temperature=1.0, max_tokens=4, ignore_eos=True))
@@ -176,7 +183,10 @@ def test_vocab_mismatch_names_both_sizes(models, tmp_path):
     other = make_model_dir(tmp_path / "other", "llama", vocab_size=64)
     with pytest.raises(ValueError, match=r"vocab_size=64.*vocab_size=96"):
         LLM(
-            model=str(target), device="cpu", speculative_config={"method": "draft_model", "model": str(other), "num_speculative_tokens": 2}, dtype="float32"
+            model=str(target),
+            device="cpu",
+            speculative_config={"method": "draft_model", "model": str(other), "num_speculative_tokens": 2},
+            dtype="float32",
         )
 
 
@@ -184,10 +194,15 @@ def test_mixed_draft_counts_in_one_batch(models):
     """Requests with 0, short and full drafts in one step verify together (ngram finds matches in some)."""
     target, _ = models
     llm = LLM(
-        model=str(target), device="cpu",
-        speculative_config={"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1,
-                            "prompt_lookup_max": 4},
-                            dtype="float32",
+        model=str(target),
+        device="cpu",
+        speculative_config={
+            "method": "ngram",
+            "num_speculative_tokens": 4,
+            "prompt_lookup_min": 1,
+            "prompt_lookup_max": 4,
+        },
+        dtype="float32",
     )
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     prompts = [p for p, _ in itertools.product(PROMPTS, range(2))]

@@ -44,7 +44,13 @@ def test_vllm_string_and_order_do_not_matter():
 
 @pytest.mark.parametrize(
     "paths, word",
-    [("[(0,), (0, 0, 0)]", "parent"), ([[0], [0]], "twice"), ([[0], [-1]], "ranks"), ("[(0,", "tuples"), ([], "empty")],
+    [
+        ("[(0,), (0, 0, 0)]", "parent"),
+        ([[0], [0]], "twice"),
+        ([[0], [-1]], "ranks"),
+        ("[(0,", "tuples"),
+        ([], "empty"),
+    ],
 )
 def test_bad_trees_raise(paths, word):
     with pytest.raises(ValueError, match=word):
@@ -81,7 +87,9 @@ def test_ancestor_mask_matches_the_walk():
         expected[i, tree.ancestors(i)] = True
     assert torch.equal(tree.attention_mask(), expected)
     batched = ancestor_mask(torch.tensor([tree.parents, SpecTree.chain(8).parents]))
-    assert torch.equal(batched[0], expected) and torch.equal(batched[1], torch.ones(9, 9, dtype=torch.bool).tril())
+    assert torch.equal(batched[0], expected) and torch.equal(
+        batched[1], torch.ones(9, 9, dtype=torch.bool).tril()
+    )
 
 
 def test_greedy_tree_walk_equals_walk_tree():
@@ -102,7 +110,9 @@ def test_greedy_tree_walk_equals_walk_tree():
                 target_next[tree.parents[u]] = tokens[u]
         path, final = walk_tree(tree, tokens[1:], lambda u, nxt=target_next: int(nxt[u]))
         best = greedy_tree_walk(
-            torch.tensor([tree.parents]), torch.tensor([[-1] + tokens[1:]]),
-            torch.tensor([tree.depths]), target_next[None],
+            torch.tensor([tree.parents]),
+            torch.tensor([[-1] + tokens[1:]]),
+            torch.tensor([tree.depths]),
+            target_next[None],
         )
         assert int(best) == (path[-1] if path else 0)

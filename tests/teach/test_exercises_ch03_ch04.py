@@ -5,16 +5,19 @@ import pytest
 from minispec.teach import exercises
 
 
-@pytest.mark.parametrize("key, right, wrong", [
-    ("03.parents", (-1, 0, 0, 1, 1, 2), [-1, 0, 0, 1, 2, 2]),
-    ("03.positions", [0, 1, 1, 2, 2, 2], [0, 1, 2, 3, 4, 5]),
-    ("03.retrieve", [[0, 2, 5], [0, 1, 3], [0, 1, 4]], [[0, 1, 3], [0, 1, 4]]),
-    ("03.tree_acceptance", 2.155, 1.8),
-    ("03.next_node", [0, 2], (2, 0)),
-    ("04.frontier", [4, 2], [2, 3]),
-    ("04.kept_set", (6, 2, 1, 0), [0, 1, 2, 3]),
-    ("04.d2t", [6, 0, 9], [3, 0, 5]),
-])
+@pytest.mark.parametrize(
+    "key, right, wrong",
+    [
+        ("03.parents", (-1, 0, 0, 1, 1, 2), [-1, 0, 0, 1, 2, 2]),
+        ("03.positions", [0, 1, 1, 2, 2, 2], [0, 1, 2, 3, 4, 5]),
+        ("03.retrieve", [[0, 2, 5], [0, 1, 3], [0, 1, 4]], [[0, 1, 3], [0, 1, 4]]),
+        ("03.tree_acceptance", 2.155, 1.8),
+        ("03.next_node", [0, 2], (2, 0)),
+        ("04.frontier", [4, 2], [2, 3]),
+        ("04.kept_set", (6, 2, 1, 0), [0, 1, 2, 3]),
+        ("04.d2t", [6, 0, 9], [3, 0, 5]),
+    ],
+)
 def test_answers(key, right, wrong) -> None:
     assert exercises.check(key, right)
     with pytest.raises(AssertionError, match="Hint"):

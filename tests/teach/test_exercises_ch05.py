@@ -37,5 +37,7 @@ def test_break_even_matches_its_worked_solution() -> None:
     assert ex.answer() == 256 and ex.is_correct(256) and not ex.is_correct(128) and not ex.is_correct(512)
     tree = MethodAcceptance("ngram", 1, (3,), (15,))
     s128, s256 = projected_speedup(tree, (128, 256), Assumptions("H100 SXM"))
-    assert s128 == pytest.approx(1.20, abs=0.01) and s256 == pytest.approx(0.91, abs=0.01)  # the text's numbers
+    assert s128 == pytest.approx(1.20, abs=0.01) and s256 == pytest.approx(
+        0.91, abs=0.01
+    )  # the text's numbers
     assert "1.20x" in ex.solution and "0.91x" in ex.solution

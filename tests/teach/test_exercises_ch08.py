@@ -16,7 +16,14 @@ def test_answers_come_from_the_engine_code() -> None:
 
 
 @pytest.mark.parametrize(
-    "answer", [{"0": 5, "1": 22, "2": 5}, {0: 5, 1: 22, 2: 5}, [5, 22, 5], (5, 22, 5), {"0": 5, "1": 22, "2": 5, "3": 0}]
+    "answer",
+    [
+        {"0": 5, "1": 22, "2": 5},
+        {0: 5, 1: 22, 2: 5},
+        [5, 22, 5],
+        (5, 22, 5),
+        {"0": 5, "1": 22, "2": 5, "3": 0},
+    ],
 )
 def test_schedule_answer_forms(answer) -> None:
     assert exercises.get("08.num_scheduled_tokens").is_correct(answer)

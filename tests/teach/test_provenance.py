@@ -31,8 +31,18 @@ def test_chain_steps() -> None:
         _step(4, 11, [19, 20], drafts=[19, 21]),  # cut by max_tokens after 19
     ]
     prov = build_provenance("r", PROMPT, [10, 11, 12, 13, 14, 15, 16, 17, 18, 19], records)
-    assert [t.source for t in prov.tokens] == ["prefill", "accepted", "accepted", "recovered", "accepted",
-                                               "accepted", "accepted", "bonus", "plain", "accepted"]
+    assert [t.source for t in prov.tokens] == [
+        "prefill",
+        "accepted",
+        "accepted",
+        "recovered",
+        "accepted",
+        "accepted",
+        "accepted",
+        "bonus",
+        "plain",
+        "accepted",
+    ]
     assert [t.depth for t in prov.tokens if t.source == "accepted"] == [1, 2, 1, 2, 3, 1]
     assert prov.counts() == {"prefill": 1, "accepted": 6, "recovered": 1, "bonus": 1, "plain": 1}
     assert prov.accepted_depths() == {1: 3, 2: 2, 3: 1}
@@ -47,7 +57,11 @@ def test_tree_steps_use_the_verification_log() -> None:
     records = [_step(0, 0, [10]), _step(1, 3, [12, 13, 30], drafts=[11, 12, 13, 14])]
     prov = build_provenance("r", PROMPT, [10, 12, 13, 30], records, [vr])
     assert [(t.source, t.depth, t.rank) for t in prov.tokens] == [
-        ("prefill", 0, 0), ("accepted", 1, 1), ("accepted", 2, 0), ("bonus", 0, 0)]  # node 3 is a leaf
+        ("prefill", 0, 0),
+        ("accepted", 1, 1),
+        ("accepted", 2, 0),
+        ("bonus", 0, 0),
+    ]  # node 3 is a leaf
     vr_inner = VerificationRecord("r", parents, [11, 12, 13, 14], torch.zeros(5, 2), [1], 31, [])
     records[1] = _step(1, 3, [11, 31], drafts=[11, 12, 13, 14])
     prov = build_provenance("r", PROMPT, [10, 11, 31], records, [vr_inner])
@@ -61,10 +75,13 @@ def test_mismatched_records_are_a_value_error() -> None:
         build_provenance("r", PROMPT, [10, 99], [_step(0, 0, [10]), _step(1, 3, [11])])
 
 
-@pytest.mark.parametrize("spec", [
-    {"method": "eagle", "model": "zoo:eagle", "total_tokens": 8, "depth": 3, "top_k": 2},
-    {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 3},
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"method": "eagle", "model": "zoo:eagle", "total_tokens": 8, "depth": 3, "top_k": 2},
+        {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1, "prompt_lookup_max": 3},
+    ],
+)
 def test_engine_provenance_matches_the_counters(spec) -> None:
     from minispec import LLM, SamplingParams
     from minispec.zoo.corpus import heldout_prompt_ids

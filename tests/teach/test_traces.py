@@ -16,8 +16,11 @@ MAX_TOKENS = 20
 def plain_tokens():
     torch.set_num_threads(1)
     llm = LLM(model="zoo:target", device="cpu", num_kv_blocks=64, dtype="float32")
-    out = llm.generate({"prompt_token_ids": PROMPT}, SamplingParams(temperature=0, max_tokens=MAX_TOKENS,
-                                                                    ignore_eos=True), use_tqdm=False)
+    out = llm.generate(
+        {"prompt_token_ids": PROMPT},
+        SamplingParams(temperature=0, max_tokens=MAX_TOKENS, ignore_eos=True),
+        use_tqdm=False,
+    )
     return list(out[0].outputs[0].token_ids)
 
 
@@ -30,7 +33,7 @@ def test_steps_explain_the_output(config, plain_tokens) -> None:
     generated = list(PROMPT) + plain_tokens
     for s in steps:
         assert s.context == generated[: len(s.context)]  # the step starts where the previous one ended
-        assert s.emitted == generated[len(s.context): len(s.context) + len(s.emitted)]
+        assert s.emitted == generated[len(s.context) : len(s.context) + len(s.emitted)]
         assert s.emitted == s.verified[: len(s.emitted)] and len(s.context) + len(s.emitted) <= len(generated)
         node = 0
         for u in s.accepted:

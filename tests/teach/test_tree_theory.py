@@ -15,7 +15,9 @@ def test_hand_computed_lengths() -> None:
     assert tt.expected_acceptance_length("[(0,), (1,), (0, 0)]", A) == pytest.approx(2.1)
     assert tt.per_depth_acceptance([(0,), (1,), (0, 0)], A) == pytest.approx([0.8, 0.3])
     assert tt.chain_acceptance_length(A, 2) == pytest.approx(1 + 0.6 + 0.3)
-    assert tt.expected_acceptance_length(SpecTree.from_paths([(1,), (1, 1)]), A) == pytest.approx(1 + 0.2 + 0.02)
+    assert tt.expected_acceptance_length(SpecTree.from_paths([(1,), (1, 1)]), A) == pytest.approx(
+        1 + 0.2 + 0.02
+    )
     assert tt.path_probability((0, 1), A) == pytest.approx(0.06)
 
 
@@ -46,9 +48,15 @@ def test_chain_is_best_when_top1_dominates() -> None:
     assert tt.best_tree(a, 3).paths == [(0,), (0, 0), (0, 0, 0)]
 
 
-@pytest.mark.parametrize("bad, match", [
-    ([[0.7, 0.5]], "sum to <= 1"), ([[1.2]], "probabilities"), ([0.5, 0.2], "2-D"), ([[float("nan")]], "probabilities"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ([[0.7, 0.5]], "sum to <= 1"),
+        ([[1.2]], "probabilities"),
+        ([0.5, 0.2], "2-D"),
+        ([[float("nan")]], "probabilities"),
+    ],
+)
 def test_bad_tables(bad, match) -> None:
     with pytest.raises(ValueError, match=match):
         tt.check_accept_probs(bad)

@@ -34,8 +34,11 @@ from minispec.viz.course_map import (  # noqa: E402
     vllm_url,
 )
 
-VLLM_SRC = Path(os.environ["MINISPEC_VLLM_SRC"]) if "MINISPEC_VLLM_SRC" in os.environ else (
-    find_vllm_source() or Path("/work/vllm-src"))
+VLLM_SRC = (
+    Path(os.environ["MINISPEC_VLLM_SRC"])
+    if "MINISPEC_VLLM_SRC" in os.environ
+    else (find_vllm_source() or Path("/work/vllm-src"))
+)
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 OLDER_RELEASES = {
     TREE_ATTN.version: {TREE_ATTN.path},

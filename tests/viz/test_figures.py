@@ -92,10 +92,13 @@ def test_describe_matmul_scaling_compares_the_packed_weight():
     assert "M = 2 takes 1.50 ms packed and 2.00 ms unpacked (1.33x)" in text
     assert "Packing pays from M = 2 on" in text
     slower = [curves[0], MatmulCurve("float32, packed", {1: 1e-3, 2: 2.5e-3}, 4, kernel="onednn")]
-    assert "does not make the multi-row product cheaper" in describe_matmul_scaling(slower, 64, 64, 1e9, "cpu")
+    assert "does not make the multi-row product cheaper" in describe_matmul_scaling(
+        slower, 64, 64, 1e9, "cpu"
+    )
     faster = [curves[0], MatmulCurve("float32, packed", {1: 0.5e-3, 2: 0.6e-3}, 4, kernel="onednn")]
     assert "Packing pays at every M measured, one row included (2.00x at M = 1)" in describe_matmul_scaling(
-        faster, 64, 64, 1e9, "cpu")
+        faster, 64, 64, 1e9, "cpu"
+    )
 
 
 def test_plot_roofline_places_points_on_the_roof():
@@ -161,7 +164,9 @@ def test_describe_forward_tells_slow_weight_reads_from_overhead():
     assert "matmuls take 6.00 ms (75%)" in weights and "7.3 GB/s" in weights
     assert "bound by reading the weights" in weights and "overhead-bound" not in weights
     overhead = describe_forward({1: 8e-3, 32: 9e-3}, 44e6, 27e9, torch_calls=600, no_matmul_seconds=6e-3)
-    assert "still takes 6.00 ms (75%)" in overhead and "overhead-bound" in overhead and "10 us each" in overhead
+    assert (
+        "still takes 6.00 ms (75%)" in overhead and "overhead-bound" in overhead and "10 us each" in overhead
+    )
 
 
 def test_describe_forward_splits_the_weight_reads_from_what_they_slow_down():
@@ -171,7 +176,9 @@ def test_describe_forward_splits_the_weight_reads_from_what_they_slow_down():
     assert "take 4.00 ms, reading the weights at 11.0 GB/s" in split
     assert "add up to 6.00 ms, yet the forward takes 2.00 ms more (25% of it)" in split
     assert "bound by reading the weights" in split and "overhead-bound" not in split
-    additive = describe_forward({1: 8e-3, 32: 14e-3}, 44e6, 27e9, no_matmul_seconds=2e-3, matmul_seconds=5.8e-3)
+    additive = describe_forward(
+        {1: 8e-3, 32: 14e-3}, 44e6, 27e9, no_matmul_seconds=2e-3, matmul_seconds=5.8e-3
+    )
     assert "bound by reading the weights" in additive and "add up to" not in additive
 
 

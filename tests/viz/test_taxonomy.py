@@ -10,18 +10,33 @@ from minispec.viz import taxonomy as vx
 
 def _rows():
     rows = []
-    for method, tpf, c, v in [("plain", 1.0, 0.0, 1.0), ("ngram", 1.4, 0.01, 1.1), ("eagle chain", 3.0, 1.0, 1.5)]:
+    for method, tpf, c, v in [
+        ("plain", 1.0, 0.0, 1.0),
+        ("ngram", 1.4, 0.01, 1.1),
+        ("eagle chain", 3.0, 1.0, 1.5),
+    ]:
         for category in ("all", "code", "copy_edit"):
             for b in (1, 4):
-                rows.append({"method": method, "category": category, "batch_size": b, "tokens_per_forward": tpf,
-                             "draft_cost": c, "verify_cost": v, "speedup": tpf / (c + v) / b ** 0.1})
+                rows.append(
+                    {
+                        "method": method,
+                        "category": category,
+                        "batch_size": b,
+                        "tokens_per_forward": tpf,
+                        "draft_cost": c,
+                        "verify_cost": v,
+                        "speedup": tpf / (c + v) / b**0.1,
+                    }
+                )
     return rows
 
 
 def test_figures_are_figures() -> None:
     rows = _rows()
-    acceptance = {"ngram": MethodAcceptance("ngram", 4, (2, 1), (4, 4)),
-                  "eagle chain": MethodAcceptance("eagle chain", 4, (3, 2), (4, 4))}
+    acceptance = {
+        "ngram": MethodAcceptance("ngram", 4, (2, 1), (4, 4)),
+        "eagle chain": MethodAcceptance("eagle chain", 4, (3, 2), (4, 4)),
+    }
     figs = [
         vx.plot_cost_vs_tokens(rows),
         vx.plot_cost_vs_tokens(rows, batch_size=4, category="code", methods=["ngram"]),
@@ -37,12 +52,20 @@ def test_figures_are_figures() -> None:
 
 
 def test_provenance_figures() -> None:
-    tokens = [TokenSource(1, "prefill", 0), TokenSource(2, "accepted", 1, 1), TokenSource(3, "accepted", 1, 2, 1),
-              TokenSource(4, "bonus", 1), TokenSource(60, "recovered", 2), TokenSource(62, "plain", 3)]
+    tokens = [
+        TokenSource(1, "prefill", 0),
+        TokenSource(2, "accepted", 1, 1),
+        TokenSource(3, "accepted", 1, 2, 1),
+        TokenSource(4, "bonus", 1),
+        TokenSource(60, "recovered", 2),
+        TokenSource(62, "plain", 3),
+    ]
     prov = Provenance("r", [7, 8, 9], tokens)
     assert isinstance(vx.plot_provenance_shares({"eagle chain": [prov], "plain": [prov]}), Figure)
     with pytest.raises(ValueError, match="empty"):
         vx.plot_provenance_shares({})
-    text = vx.provenance_html(prov, lambda ids: {60: "<b>", 62: "\n"}.get(ids[0], f"t{ids[0]}"), prompt_tail=2)
+    text = vx.provenance_html(
+        prov, lambda ids: {60: "<b>", 62: "\n"}.get(ids[0], f"t{ids[0]}"), prompt_tail=2
+    )
     assert "&lt;b&gt;" in text and "<b>" not in text.replace("&lt;b&gt;", "")  # escaped
     assert "\u21b5" in text and "depth 2, rank 1" in text and "t7" not in text and "t8" in text

@@ -21,14 +21,26 @@ TREE = SpecTree.from_paths(MEDUSA_TREE)
 
 def _render(fig: Figure) -> str:
     fig.canvas.draw()
-    return " ".join(t.get_text() for t in [*fig.texts, *(t for ax in fig.axes for t in [*ax.texts, ax.title])])
+    return " ".join(
+        t.get_text() for t in [*fig.texts, *(t for ax in fig.axes for t in [*ax.texts, ax.title])]
+    )
 
 
 def _trace() -> StepTrace:
     """Root + 4 nodes [(0,), (1,), (0, 0), (0, 0, 0)]: nodes 1, 3 accepted, node 3's KV moved to depth 2."""
     parents = [-1, 0, 0, 1, 3]
-    return StepTrace("medusa", 2, [5, 6, 7], parents, [8, 9, 10, 11], [-0.1, -2.0, -0.5, -1.0],
-                     torch.randn(5, 16), [1, 3], 12, [(103, 102)])
+    return StepTrace(
+        "medusa",
+        2,
+        [5, 6, 7],
+        parents,
+        [8, 9, 10, 11],
+        [-0.1, -2.0, -0.5, -1.0],
+        torch.randn(5, 16),
+        [1, 3],
+        12,
+        [(103, 102)],
+    )
 
 
 def test_layout_centres_parents_on_children() -> None:
@@ -71,8 +83,14 @@ def test_kv_compaction_and_expansion() -> None:
     bad.kv_moved = []
     with pytest.raises(ValueError, match="kv_moved"):
         vt.plot_kv_compaction(bad)
-    e = TreeExpansion([4, 5, 6, 7, 8, 9], [-1, -1, 0, 0, 1, 1], [-0.1, -1.0, -0.3, -2.0, -1.5, -3.0],
-                      [1, 1, 2, 2, 2, 2], [[0, 1]], [0, 1, 2])
+    e = TreeExpansion(
+        [4, 5, 6, 7, 8, 9],
+        [-1, -1, 0, 0, 1, 1],
+        [-0.1, -1.0, -0.3, -2.0, -1.5, -3.0],
+        [1, 1, 2, 2, 2, 2],
+        [[0, 1]],
+        [0, 1, 2],
+    )
     tree = DraftTree(3, [4, 5, 6], [-1, 0, 0, 1], [-0.1, -1.0, -0.3], accepted=[1, 3], expansion=e)
     assert "6 generated, 3 kept" in _render(vt.plot_expansion(tree))
     with pytest.raises(ValueError, match="no expansion"):
@@ -81,7 +99,9 @@ def test_kv_compaction_and_expansion() -> None:
 
 def test_measurement_figures() -> None:
     acc = np.array([[0.4, 0.1, 0.05], [0.3, 0.1, 0.05]])
-    assert "head 1" in " ".join(t.get_text() for ax in vt.plot_head_accuracy(acc).axes for t in ax.get_yticklabels())
+    assert "head 1" in " ".join(
+        t.get_text() for ax in vt.plot_head_accuracy(acc).axes for t in ax.get_yticklabels()
+    )
     buckets = [Bucket(0.0, 0.5, 10, 2, 2.0), Bucket(0.5, 1.0, 4, 4, 3.8), Bucket(0.9, 1.0, 0, 0, 0.0)]
     assert "n=10" in _render(vt.plot_calibration(buckets))
     with pytest.raises(ValueError, match="empty"):
@@ -91,16 +111,25 @@ def test_measurement_figures() -> None:
     with pytest.raises(ValueError, match="one entry each"):
         vt.plot_draft_vocab([256, 1024], [0.6], [0.1, 0.3], 100)
     fig = vt.plot_vocab_trade([1024, 4096], [3.3, 3.4], [0.1, 0.1], [0.09, 0.2], 4096)
-    assert "0.090" in _render(fig) and [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1024", "all"]
+    assert "0.090" in _render(fig) and [t.get_text() for t in fig.axes[0].get_xticklabels()] == [
+        "1024",
+        "all",
+    ]
     with pytest.raises(ValueError, match="one entry each"):
         vt.plot_vocab_trade([1024, 4096], [3.3], [0.1, 0.1], [0.09, 0.2], 4096)
-    _render(vt.plot_grid_heatmaps({"a": np.ones((2, 3)), "b": np.full((2, 3), np.nan)}, [1, 2], [1, 2, 3], "d", "k"))
+    _render(
+        vt.plot_grid_heatmaps(
+            {"a": np.ones((2, 3)), "b": np.full((2, 3), np.nan)}, [1, 2], [1, 2, 3], "d", "k"
+        )
+    )
     with pytest.raises(ValueError, match="shape"):
         vt.plot_grid_heatmaps({"a": np.ones((3, 3))}, [1, 2], [1, 2, 3], "d", "k")
     _render(vt.plot_tree_curve([1.4, 1.6, 1.7], {"chain": (2, 1.5)}, {"tree": (3, 1.6)}))
     p = np.array([0.5, 0.3, 0.2])
-    assert "other" in [t.get_text() for t in vt.plot_emitted_distribution(p, {"x": [5, 3, 2]}, top=2).axes[0]
-                       .get_xticklabels()]
+    assert "other" in [
+        t.get_text()
+        for t in vt.plot_emitted_distribution(p, {"x": [5, 3, 2]}, top=2).axes[0].get_xticklabels()
+    ]
     _render(vt.plot_alignment([1, 2, 3, 4], str, predicted=[3, 9, 7]))
     with pytest.raises(ValueError, match="at least 3"):
         vt.plot_alignment([1, 2], str)

@@ -19,7 +19,9 @@ def test_records_explain_the_output(name):
     runner.verification_log = []
     if name == "eagle2":
         runner.drafter.tree_log = []
-    out = llm.generate("def add(a, b):\n    return", SamplingParams(temperature=0, max_tokens=24), use_tqdm=False)
+    out = llm.generate(
+        "def add(a, b):\n    return", SamplingParams(temperature=0, max_tokens=24), use_tqdm=False
+    )
     records = runner.verification_log
     assert records
     emitted = []

@@ -12,15 +12,40 @@ from minispec.zoo import evaluate, train
 def test_train_all_tiny(tmp_path, monkeypatch):
     monkeypatch.setenv("MINISPEC_CORPUS_DIR", str(tmp_path / "corpus"))
     out = tmp_path / "zoo"
-    logs = train.main([
-        "all", "--out", str(out), "--preset", "tiny", "--steps", "3", "--max-files", "12",
-        "--vocab-size", "300", "--seq-len", "32", "--batch-size", "2", "--eval-windows", "4",
-        "--log-every", "1",
-    ])
+    logs = train.main(
+        [
+            "all",
+            "--out",
+            str(out),
+            "--preset",
+            "tiny",
+            "--steps",
+            "3",
+            "--max-files",
+            "12",
+            "--vocab-size",
+            "300",
+            "--seq-len",
+            "32",
+            "--batch-size",
+            "2",
+            "--eval-windows",
+            "4",
+            "--log-every",
+            "1",
+        ]
+    )
     for name in ("target", "draft"):
         folder = out / name
-        for filename in ("config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
-                         "tokenizer_config.json", "special_tokens_map.json", "train_log.json"):
+        for filename in (
+            "config.json",
+            "model.safetensors",
+            "generation_config.json",
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "special_tokens_map.json",
+            "train_log.json",
+        ):
             assert (folder / filename).is_file(), filename
         log = json.loads((folder / "train_log.json").read_text())
         assert log["steps"] == 3 and len(log["history"]) == 3
@@ -52,10 +77,30 @@ def test_train_all_tiny(tmp_path, monkeypatch):
 
     # --resume continues from the saved draft and adds up steps and tokens; --self-distill trains it on windows
     # the target continued greedily
-    resumed = train.main([
-        "draft", "--resume", "--out", str(out), "--preset", "tiny", "--steps", "2", "--max-files", "12",
-        "--seq-len", "32", "--batch-size", "2", "--eval-windows", "4", "--self-distill", "3", "--prompt-len", "8",
-    ])["draft"]
+    resumed = train.main(
+        [
+            "draft",
+            "--resume",
+            "--out",
+            str(out),
+            "--preset",
+            "tiny",
+            "--steps",
+            "2",
+            "--max-files",
+            "12",
+            "--seq-len",
+            "32",
+            "--batch-size",
+            "2",
+            "--eval-windows",
+            "4",
+            "--self-distill",
+            "3",
+            "--prompt-len",
+            "8",
+        ]
+    )["draft"]
     assert resumed["steps"] == 5 and resumed["session"]["steps"] == 2
     assert resumed["tokens_seen"] == logs["draft"]["tokens_seen"] + 2 * 2 * 32
     assert [x["steps"] for x in resumed["previous_sessions"]] == [3]
@@ -68,10 +113,18 @@ def test_lr_schedule_warms_up_then_decays_to_a_tenth():
     assert train.lr_at(100, 1.0, 1.0, warmup_steps=10) == pytest.approx(0.1)
 
 
-@pytest.mark.parametrize("argv", [["target", "--minutes", "0"], ["draft", "--kd-weight", "2"],
-                                  ["target", "--steps", "-1"], ["draft", "--self-distill", "-1"],
-                                  ["target", "--self-distill", "8"], ["all", "--self-distill", "8"],
-                                  ["draft", "--self-distill", "8", "--prompt-len", "300"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["target", "--minutes", "0"],
+        ["draft", "--kd-weight", "2"],
+        ["target", "--steps", "-1"],
+        ["draft", "--self-distill", "-1"],
+        ["target", "--self-distill", "8"],
+        ["all", "--self-distill", "8"],
+        ["draft", "--self-distill", "8", "--prompt-len", "300"],
+    ],
+)
 def test_bad_arguments(argv):
     with pytest.raises(ValueError):
         train.parse_args(argv)
@@ -84,6 +137,7 @@ def test_greedy_tokens_match_generate():
     model = AutoModelForCausalLM.from_config(PRESETS["tiny"]["target"].llama_config(300)).eval()
     prompts = torch.randint(1, 300, (3, 7), generator=torch.Generator().manual_seed(1))
     ours = evaluate.greedy_tokens(model, prompts, 5)
-    theirs = model.generate(prompts, attention_mask=torch.ones_like(prompts), do_sample=False,
-                            max_new_tokens=5, min_new_tokens=5)[:, 7:]
+    theirs = model.generate(
+        prompts, attention_mask=torch.ones_like(prompts), do_sample=False, max_new_tokens=5, min_new_tokens=5
+    )[:, 7:]
     assert torch.equal(ours, theirs)

@@ -22,9 +22,30 @@ def tiny_run(tmp_path, monkeypatch, version: int, out) -> list[str]:
         for item in zoo.path("tokenizer").iterdir():  # the zoo's BPE tokenizer (it knows <|endoftext|>)
             (target_dir / item.name).write_bytes(item.read_bytes())
     return [
-        "--version", str(version), "--target", str(target_dir), "--out", str(out),
-        "--max-files", "8", "--batch-size", "2", "--seq-len", "16", "--eval-windows", "2", "--log-every", "1",
-        "--draft-vocab", "48", "--ttt-steps", "2", "--acceptance-prompts", "4", "--threads", "1",
+        "--version",
+        str(version),
+        "--target",
+        str(target_dir),
+        "--out",
+        str(out),
+        "--max-files",
+        "8",
+        "--batch-size",
+        "2",
+        "--seq-len",
+        "16",
+        "--eval-windows",
+        "2",
+        "--log-every",
+        "1",
+        "--draft-vocab",
+        "48",
+        "--ttt-steps",
+        "2",
+        "--acceptance-prompts",
+        "4",
+        "--threads",
+        "1",
     ]
 
 
@@ -72,8 +93,10 @@ def test_stopped_run_goes_on_from_its_checkpoint(tmp_path, monkeypatch):
     assert [row["step"] for row in resumed["history"]] == [1, 2, 3, 4]
     assert not (folder / train_eagle.CHECKPOINT).exists()  # removed once the head is saved
     assert resumed["heldout_top1_per_step"] == whole["heldout_top1_per_step"]
-    ours, theirs = (Eagle3LlamaForCausalLM.from_pretrained(f).state_dict()
-                    for f in (folder, tmp_path / "whole" / "eagle3"))
+    ours, theirs = (
+        Eagle3LlamaForCausalLM.from_pretrained(f).state_dict()
+        for f in (folder, tmp_path / "whole" / "eagle3")
+    )
     assert all(torch.equal(ours[k], theirs[k]) for k in theirs)
 
 

@@ -27,15 +27,41 @@ from minispec.model_executor.models.medusa import SAFETENSORS_FILE, Medusa, Medu
 from minispec.zoo import train_eagle
 from minispec.zoo.configs import PRESETS
 
-LAYER = ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-         "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
-         "post_attention_layernorm.weight")
+LAYER = (
+    "self_attn.q_proj.weight",
+    "self_attn.k_proj.weight",
+    "self_attn.v_proj.weight",
+    "self_attn.o_proj.weight",
+    "mlp.gate_proj.weight",
+    "mlp.up_proj.weight",
+    "mlp.down_proj.weight",
+    "post_attention_layernorm.weight",
+)
 EAGLE1_TENSORS = {"fc.weight", *(f"layers.0.{n}" for n in LAYER)}
-EAGLE3_TENSORS = {"d2t", "t2d", "fc.weight", "norm.weight", "lm_head.weight",
-                  *(f"midlayer.{n}" for n in (*LAYER, "input_layernorm.weight", "hidden_norm.weight"))}
-LLAMA_KEYS = {"architectures", "model_type", "num_hidden_layers", "vocab_size", "hidden_size", "intermediate_size",
-              "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps", "rope_theta", "hidden_act",
-              "max_position_embeddings", "torch_dtype"}
+EAGLE3_TENSORS = {
+    "d2t",
+    "t2d",
+    "fc.weight",
+    "norm.weight",
+    "lm_head.weight",
+    *(f"midlayer.{n}" for n in (*LAYER, "input_layernorm.weight", "hidden_norm.weight")),
+}
+LLAMA_KEYS = {
+    "architectures",
+    "model_type",
+    "num_hidden_layers",
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "rms_norm_eps",
+    "rope_theta",
+    "hidden_act",
+    "max_position_embeddings",
+    "torch_dtype",
+}
 # vLLM's EAGLE-3 registry entries that a config's architecture may name (EAGLEConfig keeps *Eagle3 names)
 EAGLE3_ARCHS = {"LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM"}
 
@@ -69,7 +95,11 @@ def check_eagle3(folder: Path, target: dict) -> None:
     aux = eagle["eagle_aux_hidden_state_layer_ids"]
     assert len(aux) == 3 and all(0 <= i < target["num_hidden_layers"] for i in aux)
     h, vd = target["hidden_size"], config["draft_vocab_size"]
-    assert (config["hidden_size"], config["vocab_size"], config["num_hidden_layers"]) == (h, target["vocab_size"], 1)
+    assert (config["hidden_size"], config["vocab_size"], config["num_hidden_layers"]) == (
+        h,
+        target["vocab_size"],
+        1,
+    )
     assert 1 <= vd < target["vocab_size"]  # equal sizes would make vLLM reject the d2t tensor
     assert tensors["d2t"] == ("I64", [vd]) and tensors["t2d"] == ("BOOL", [target["vocab_size"]])
     assert tensors["fc.weight"][1] == [h, 3 * h] and tensors["lm_head.weight"][1] == [vd, h]
@@ -95,7 +125,9 @@ def zoo_target() -> dict:
     return json.loads((zoo.path("target") / "config.json").read_text())
 
 
-@pytest.mark.parametrize("name, check", [("eagle", check_eagle1), ("eagle3", check_eagle3), ("medusa", check_medusa)])
+@pytest.mark.parametrize(
+    "name, check", [("eagle", check_eagle1), ("eagle3", check_eagle3), ("medusa", check_medusa)]
+)
 def test_shipped_head_has_vllm_layout(name, check):
     check(zoo.path(name), zoo_target())
 
@@ -125,5 +157,7 @@ def test_saved_eagle_has_vllm_layout(tmp_path, tiny_target, version):
 @pytest.mark.parametrize("original_lm_head", [False, True])
 def test_saved_medusa_has_vllm_layout(tmp_path, tiny_target, original_lm_head):
     cfg = tiny_target.config
-    Medusa(MedusaConfig(3, 1, cfg.hidden_size, cfg.vocab_size, original_lm_head=original_lm_head)).save_pretrained(tmp_path)
+    Medusa(
+        MedusaConfig(3, 1, cfg.hidden_size, cfg.vocab_size, original_lm_head=original_lm_head)
+    ).save_pretrained(tmp_path)
     check_medusa(tmp_path, cfg.to_dict())

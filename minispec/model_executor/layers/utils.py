@@ -54,7 +54,9 @@ from torch import nn
 
 _is_compiling = torch.compiler.is_compiling
 # the op itself, not torch.ops' packet: one lookup fewer per call (None in a build without oneDNN, never called)
-_LINEAR_POINTWISE = torch.ops.mkldnn._linear_pointwise.default if torch.backends.mkldnn.is_available() else None
+_LINEAR_POINTWISE = (
+    torch.ops.mkldnn._linear_pointwise.default if torch.backends.mkldnn.is_available() else None
+)
 
 # the fastest mix measured (python -m minispec.bench.linear), not the default: batch-invariance needs every call
 MIN_PACKED_ROWS = 2  # one row: MKL's matrix-vector product is faster than oneDNN's
@@ -69,7 +71,9 @@ def packable_dtypes() -> tuple[torch.dtype, ...]:
     """The weight dtypes oneDNN packs on this CPU: float32, and bfloat16 where oneDNN has bfloat16 kernels."""
     if not onednn_available():
         return ()
-    return (torch.float32, torch.bfloat16) if torch.ops.mkldnn._is_mkldnn_bf16_supported() else (torch.float32,)
+    return (
+        (torch.float32, torch.bfloat16) if torch.ops.mkldnn._is_mkldnn_bf16_supported() else (torch.float32,)
+    )
 
 
 def require_packable(dtype: torch.dtype) -> None:
@@ -77,7 +81,9 @@ def require_packable(dtype: torch.dtype) -> None:
     if not onednn_available():
         raise ValueError("this PyTorch build has no oneDNN (torch.backends.mkldnn.is_available() is False)")
     if dtype not in packable_dtypes():
-        raise ValueError(f"dtype={dtype} is not packed by oneDNN on this CPU; it packs {list(packable_dtypes())}")
+        raise ValueError(
+            f"dtype={dtype} is not packed by oneDNN on this CPU; it packs {list(packable_dtypes())}"
+        )
 
 
 def pack_weight(weight: torch.Tensor) -> torch.Tensor:
@@ -99,8 +105,12 @@ def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, m
     dtypes = packable_dtypes()
     count = 0
     for module in model.modules():
-        if (type(module) is nn.Linear and module.weight.device.type == "cpu" and module.weight.dtype in dtypes
-                and module.weight.numel() >= min_weight_numel):
+        if (
+            type(module) is nn.Linear
+            and module.weight.device.type == "cpu"
+            and module.weight.dtype in dtypes
+            and module.weight.numel() >= min_weight_numel
+        ):
             module.forward = types.MethodType(cpu_unquantized_gemm, module)
             module._onednn = None  # (weight, its version, the packed weight), built at the first packed call
             module._onednn_min_rows = min_rows
@@ -125,10 +135,16 @@ def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     checks what it must with the fewest Python operations and hands x to the op as it is (the op flattens
     x's leading dimensions itself); the rest is `_gemm`."""
     weight, cached = layer.weight, layer._onednn
-    if (not _is_compiling() and cached is not None and cached[0] is weight and cached[1] == weight._version
-            and cached[2] is not None and x.dtype == weight.dtype
-            and x.numel() >= layer._onednn_min_rows * weight.shape[1]
-            and not (weight.requires_grad and torch.is_grad_enabled())):
+    if (
+        not _is_compiling()
+        and cached is not None
+        and cached[0] is weight
+        and cached[1] == weight._version
+        and cached[2] is not None
+        and x.dtype == weight.dtype
+        and x.numel() >= layer._onednn_min_rows * weight.shape[1]
+        and not (weight.requires_grad and torch.is_grad_enabled())
+    ):
         return _LINEAR_POINTWISE(x, cached[2], layer.bias, "none", [], "")
     return _gemm(layer, x)
 
@@ -139,7 +155,11 @@ def _gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     if torch.compiler.is_compiling():
         return F.linear(x, weight, layer.bias)
     rows = x.numel() // weight.shape[1] if x.dim() else 1
-    if rows < layer._onednn_min_rows or x.dtype != weight.dtype or (torch.is_grad_enabled() and weight.requires_grad):
+    if (
+        rows < layer._onednn_min_rows
+        or x.dtype != weight.dtype
+        or (torch.is_grad_enabled() and weight.requires_grad)
+    ):
         return F.linear(x, weight, layer.bias)
     packed = _packed_weight(layer)
     if packed is None:

@@ -54,8 +54,11 @@ class LlamaArchConfig:
                     raise ValueError(f"{source} has no {key!r}, which a Llama-family config needs")
                 return default
             value = hf[key]
-            ok = {"int": is_int(value) and value >= 1, "bool": isinstance(value, bool),
-                  "real": is_real(value) and value > 0 and value == value and value != float("inf")}[kind]
+            ok = {
+                "int": is_int(value) and value >= 1,
+                "bool": isinstance(value, bool),
+                "real": is_real(value) and value > 0 and value == value and value != float("inf"),
+            }[kind]
             if not ok:
                 allowed = {"int": "an int >= 1", "bool": "true or false", "real": "a finite number > 0"}[kind]
                 raise ValueError(f"{source}: {key}={value!r} must be {allowed}")
@@ -70,15 +73,27 @@ class LlamaArchConfig:
             raise ValueError(
                 f"rope_scaling type {rope_type!r} is not supported; minispec supports 'default' RoPE"
             )
-        sizes = {k: get(k, required=True) for k in ("vocab_size", "hidden_size", "intermediate_size",
-                                                    "num_hidden_layers", "num_attention_heads")}
+        sizes = {
+            k: get(k, required=True)
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+            )
+        }
         heads, hidden = sizes["num_attention_heads"], sizes["hidden_size"]
         kv_heads = get("num_key_value_heads", heads)
         if heads % kv_heads:
-            raise ValueError(f"{source}: num_attention_heads={heads} must be a multiple of num_key_value_heads={kv_heads}")
+            raise ValueError(
+                f"{source}: num_attention_heads={heads} must be a multiple of num_key_value_heads={kv_heads}"
+            )
         if get("head_dim") is None and hidden % heads:
-            raise ValueError(f"{source}: hidden_size={hidden} is not a multiple of num_attention_heads={heads} "
-                             "and no head_dim is given")
+            raise ValueError(
+                f"{source}: hidden_size={hidden} is not a multiple of num_attention_heads={heads} "
+                "and no head_dim is given"
+            )
         head_dim = get("head_dim", hidden // heads)
         if head_dim % 2:
             raise ValueError(f"{source}: head_dim={head_dim} must be even (rotary embeddings rotate pairs)")
@@ -163,7 +178,9 @@ class RotaryEmbedding(nn.Module):
     def _table(self) -> torch.Tensor:
         """[P, 2, 1, D]: [cos, cos] and [-sin, sin] per position (rebuilt if cos_sin is replaced or moved). Under
         torch.export the buffers are stand-ins for the real ones, so a table built before is the one to use."""
-        if self._table_of is not self.cos_sin and not (torch.compiler.is_exporting() and self._table_of is not None):
+        if self._table_of is not self.cos_sin and not (
+            torch.compiler.is_exporting() and self._table_of is not None
+        ):
             cos, sin = self.cos_sin.chunk(2, dim=-1)  # [P, D/2]
             table = torch.stack([torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)], dim=1)
             self._rope_table, self._table_of = table[:, :, None], self.cos_sin

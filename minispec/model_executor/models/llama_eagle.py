@@ -37,11 +37,18 @@ from torch import nn
 from minispec.attention.paged_attention import AttentionMetadata
 from minispec.model_executor.models.llama import LlamaArchConfig, LlamaDecoderLayer, LlamaForCausalLM
 
-STACKED = (("qkv_proj", "q_proj", "q"), ("qkv_proj", "k_proj", "k"), ("qkv_proj", "v_proj", "v"),
-           ("gate_up_proj", "gate_proj", 0), ("gate_up_proj", "up_proj", 1))
+STACKED = (
+    ("qkv_proj", "q_proj", "q"),
+    ("qkv_proj", "k_proj", "k"),
+    ("qkv_proj", "v_proj", "v"),
+    ("gate_up_proj", "gate_proj", 0),
+    ("gate_up_proj", "up_proj", 1),
+)
 
 
-def probs_on_target_vocab(draft_probs: torch.Tensor, target_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+def probs_on_target_vocab(
+    draft_probs: torch.Tensor, target_ids: torch.Tensor, vocab_size: int
+) -> torch.Tensor:
     """[N, draft_vocab] -> [N, vocab_size]: each draft id's probability at its target id, zero elsewhere."""
     out = draft_probs.new_zeros(draft_probs.shape[0], vocab_size)
     out[:, target_ids] = draft_probs
@@ -58,7 +65,9 @@ def copy_fused(param: torch.Tensor, tensor: torch.Tensor, shard, cfg: LlamaArchC
     elif shard is not None:
         dst = dst.narrow(0, shard * cfg.intermediate_size, cfg.intermediate_size)
     if dst.shape != tensor.shape:
-        raise ValueError(f"checkpoint tensor {name!r} has shape {tuple(tensor.shape)}; expected {tuple(dst.shape)}")
+        raise ValueError(
+            f"checkpoint tensor {name!r} has shape {tuple(tensor.shape)}; expected {tuple(dst.shape)}"
+        )
     dst.copy_(tensor)
 
 
@@ -109,8 +118,13 @@ def write_checkpoint(folder: str | Path, config: dict, tensors: dict[str, torch.
 class EagleLlamaForCausalLM(nn.Module):
     """The EAGLE-1 draft. `target` lends its lm_head (and its embeddings unless the draft has its own)."""
 
-    def __init__(self, cfg: LlamaArchConfig, target: LlamaForCausalLM | None = None, fc_bias: bool = True,
-                 own_embeddings: bool = False):
+    def __init__(
+        self,
+        cfg: LlamaArchConfig,
+        target: LlamaForCausalLM | None = None,
+        fc_bias: bool = True,
+        own_embeddings: bool = False,
+    ):
         super().__init__()
         self.config = cfg
         self.fc = nn.Linear(2 * cfg.hidden_size, cfg.hidden_size, bias=fc_bias)
@@ -121,7 +135,9 @@ class EagleLlamaForCausalLM(nn.Module):
         self._target = [target]  # a list keeps the target's weights out of this module's state_dict
         self.draft_vocab_size = cfg.vocab_size
         self.register_buffer("d2t", None, persistent=False)  # [draft_vocab] target id - draft id, with one
-        self.draft_lm_head: nn.Linear | None = None  # [draft_vocab, H]: the target's lm_head rows, never saved
+        self.draft_lm_head: nn.Linear | None = (
+            None  # [draft_vocab, H]: the target's lm_head rows, never saved
+        )
 
     @property
     def num_kv_layers(self) -> int:
@@ -149,8 +165,10 @@ class EagleLlamaForCausalLM(nn.Module):
             raise ValueError("set_draft_vocab needs the target attached: its lm_head supplies the rows")
         ids = torch.as_tensor(target_ids)
         if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool or ids.ndim != 1:
-            raise TypeError(f"target_ids must be a 1-D tensor of integer token ids; got dtype {ids.dtype}, "
-                            f"shape {tuple(ids.shape)}")
+            raise TypeError(
+                f"target_ids must be a 1-D tensor of integer token ids; got dtype {ids.dtype}, "
+                f"shape {tuple(ids.shape)}"
+            )
         ids = ids.long().sort().values
         vocab = self.config.vocab_size
         if ids.numel() == 0:
@@ -166,7 +184,9 @@ class EagleLlamaForCausalLM(nn.Module):
         n = ids.numel()
         self.draft_vocab_size = n
         self.d2t = ids - torch.arange(n, device=ids.device)
-        self.draft_lm_head = nn.Linear(self.config.hidden_size, n, bias=False, device=weight.device, dtype=weight.dtype)
+        self.draft_lm_head = nn.Linear(
+            self.config.hidden_size, n, bias=False, device=weight.device, dtype=weight.dtype
+        )
         self.draft_lm_head.weight.data.copy_(weight.detach()[ids])  # [draft_vocab, H]
         self.draft_lm_head.requires_grad_(False)
 
@@ -177,8 +197,15 @@ class EagleLlamaForCausalLM(nn.Module):
     def combine_hidden_states(self, features: torch.Tensor) -> torch.Tensor:
         return features  # [T, H] already: the target's last hidden state
 
-    def forward(self, input_ids, positions, hidden_states, kv_caches, attn_metadata: AttentionMetadata,
-                output_rows=None):
+    def forward(
+        self,
+        input_ids,
+        positions,
+        hidden_states,
+        kv_caches,
+        attn_metadata: AttentionMetadata,
+        output_rows=None,
+    ):
         """hidden_states [T, H]: target features or fed-back draft states. Returns (for logits, to feed back),
         [T, H] each, or [B, H] for `output_rows` (LlamaDecoderLayer.forward)."""
         h = self.fc(torch.cat([self.embed(input_ids).to(hidden_states.dtype), hidden_states], dim=-1))
@@ -204,8 +231,13 @@ class EagleLlamaForCausalLM(nn.Module):
 
     # ---- checkpoint format ---------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, folder: str | Path, target: LlamaForCausalLM | None = None,
-                        dtype: torch.dtype = torch.float32, device="cpu") -> EagleLlamaForCausalLM:
+    def from_pretrained(
+        cls,
+        folder: str | Path,
+        target: LlamaForCausalLM | None = None,
+        dtype: torch.dtype = torch.float32,
+        device="cpu",
+    ) -> EagleLlamaForCausalLM:
         from minispec.model_executor.model_loader import load_weights, read_json
 
         folder = Path(folder)
@@ -214,7 +246,9 @@ class EagleLlamaForCausalLM(nn.Module):
         cfg = LlamaArchConfig.from_hf(hf, source=f"{folder}/config.json")
         if "fc.weight" not in weights:
             raise ValueError(f"{folder} holds no 'fc.weight': not an EAGLE-1 checkpoint")
-        model = cls(cfg, target, fc_bias="fc.bias" in weights, own_embeddings="embed_tokens.weight" in weights)
+        model = cls(
+            cfg, target, fc_bias="fc.bias" in weights, own_embeddings="embed_tokens.weight" in weights
+        )
         load_into(model, weights, cfg)
         model = model.to(device=device, dtype=dtype).eval().requires_grad_(False)
         model.layers[0].self_attn.rotary_emb.cos_sin = model.layers[0].self_attn.rotary_emb.cos_sin.float()
@@ -225,14 +259,24 @@ class EagleLlamaForCausalLM(nn.Module):
     def save_pretrained(self, folder: str | Path, dtype: torch.dtype = torch.bfloat16) -> Path:
         cfg = self.config
         config = {
-            "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 1,
-            "vocab_size": cfg.vocab_size, "hidden_size": cfg.hidden_size,
-            "intermediate_size": cfg.intermediate_size, "num_attention_heads": cfg.num_attention_heads,
-            "num_key_value_heads": cfg.num_key_value_heads, "head_dim": cfg.head_dim,
-            "rms_norm_eps": cfg.rms_norm_eps, "rope_theta": cfg.rope_theta, "hidden_act": "silu",
-            "max_position_embeddings": cfg.max_position_embeddings, "bias": self.fc.bias is not None,
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "num_hidden_layers": 1,
+            "vocab_size": cfg.vocab_size,
+            "hidden_size": cfg.hidden_size,
+            "intermediate_size": cfg.intermediate_size,
+            "num_attention_heads": cfg.num_attention_heads,
+            "num_key_value_heads": cfg.num_key_value_heads,
+            "head_dim": cfg.head_dim,
+            "rms_norm_eps": cfg.rms_norm_eps,
+            "rope_theta": cfg.rope_theta,
+            "hidden_act": "silu",
+            "max_position_embeddings": cfg.max_position_embeddings,
+            "bias": self.fc.bias is not None,
             "torch_dtype": str(dtype).removeprefix("torch."),
         }
-        state = {k: v for k, v in self.state_dict().items() if not k.startswith("draft_lm_head.")}  # vLLM's layout
+        state = {
+            k: v for k, v in self.state_dict().items() if not k.startswith("draft_lm_head.")
+        }  # vLLM's layout
         tensors = {k: v.to(dtype) for k, v in unfuse(state, cfg).items()}
         return write_checkpoint(folder, config, tensors)

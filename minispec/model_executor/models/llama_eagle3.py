@@ -48,7 +48,9 @@ class Eagle3DecoderLayer(LlamaDecoderLayer):
         self.self_attn.qkv_proj = nn.Linear(2 * cfg.hidden_size, attn.q_size + 2 * attn.kv_size, bias=False)
         self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def forward(self, positions, embeds, hidden_states, kv_cache, attn_metadata, output_rows=None) -> torch.Tensor:
+    def forward(
+        self, positions, embeds, hidden_states, kv_cache, attn_metadata, output_rows=None
+    ) -> torch.Tensor:
         x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden_states)], dim=-1)  # [T, 2H]
         attn = self.self_attn(positions, x, kv_cache, attn_metadata)  # [T or B, H]
         h = (hidden_states if output_rows is None else hidden_states[output_rows]) + attn
@@ -56,13 +58,21 @@ class Eagle3DecoderLayer(LlamaDecoderLayer):
 
 
 class Eagle3LlamaForCausalLM(nn.Module):
-    def __init__(self, cfg: LlamaArchConfig, draft_vocab_size: int, aux_hidden_layers: tuple[int, ...],
-                 target: LlamaForCausalLM | None = None, own_embeddings: bool = False):
+    def __init__(
+        self,
+        cfg: LlamaArchConfig,
+        draft_vocab_size: int,
+        aux_hidden_layers: tuple[int, ...],
+        target: LlamaForCausalLM | None = None,
+        own_embeddings: bool = False,
+    ):
         super().__init__()
         if len(aux_hidden_layers) != 3:
             raise ValueError(f"aux_hidden_layers={aux_hidden_layers} must name three target layers")
         if not 1 <= draft_vocab_size <= cfg.vocab_size:
-            raise ValueError(f"draft_vocab_size={draft_vocab_size} must be in [1, vocab_size={cfg.vocab_size}]")
+            raise ValueError(
+                f"draft_vocab_size={draft_vocab_size} must be in [1, vocab_size={cfg.vocab_size}]"
+            )
         self.config = cfg
         self.draft_vocab_size = draft_vocab_size
         self._aux = tuple(int(i) for i in aux_hidden_layers)
@@ -87,7 +97,9 @@ class Eagle3LlamaForCausalLM(nn.Module):
         """Use the target ids `target_ids` (sorted ascending, draft_vocab_size of them) as the draft vocabulary."""
         target_ids = torch.as_tensor(target_ids, dtype=torch.long).sort().values
         if target_ids.numel() != self.draft_vocab_size:
-            raise ValueError(f"{target_ids.numel()} draft tokens given; draft_vocab_size={self.draft_vocab_size}")
+            raise ValueError(
+                f"{target_ids.numel()} draft tokens given; draft_vocab_size={self.draft_vocab_size}"
+            )
         self.d2t.copy_(target_ids - torch.arange(self.draft_vocab_size))
         self.t2d.zero_()
         self.t2d[target_ids] = True
@@ -100,7 +112,9 @@ class Eagle3LlamaForCausalLM(nn.Module):
                 f"the target has hidden_size={arch.hidden_size}, vocab_size={arch.vocab_size}"
             )
         if max(self._aux) >= arch.num_hidden_layers or min(self._aux) < 0:
-            raise ValueError(f"aux_hidden_layers={self._aux} but the target has {arch.num_hidden_layers} layers")
+            raise ValueError(
+                f"aux_hidden_layers={self._aux} but the target has {arch.num_hidden_layers} layers"
+            )
         self._target = [target]
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -110,8 +124,15 @@ class Eagle3LlamaForCausalLM(nn.Module):
     def combine_hidden_states(self, features: torch.Tensor) -> torch.Tensor:
         return self.fc(features.to(linear_dtype(self.fc)))  # [T, 3H] -> [T, H]
 
-    def forward(self, input_ids, positions, hidden_states, kv_caches, attn_metadata: AttentionMetadata,
-                output_rows=None):
+    def forward(
+        self,
+        input_ids,
+        positions,
+        hidden_states,
+        kv_caches,
+        attn_metadata: AttentionMetadata,
+        output_rows=None,
+    ):
         """hidden_states [T, H]: fused target features or fed-back states. Returns (normed, to feed back), [T, H]
         each, or [B, H] for `output_rows` (LlamaDecoderLayer.forward)."""
         embeds = self.embed(input_ids).to(hidden_states.dtype)
@@ -131,8 +152,13 @@ class Eagle3LlamaForCausalLM(nn.Module):
 
     # ---- checkpoint format ---------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, folder: str | Path, target: LlamaForCausalLM | None = None,
-                        dtype: torch.dtype = torch.float32, device="cpu") -> Eagle3LlamaForCausalLM:
+    def from_pretrained(
+        cls,
+        folder: str | Path,
+        target: LlamaForCausalLM | None = None,
+        dtype: torch.dtype = torch.float32,
+        device="cpu",
+    ) -> Eagle3LlamaForCausalLM:
         from minispec.config import is_int
         from minispec.model_executor.model_loader import load_weights, read_json
 
@@ -144,24 +170,34 @@ class Eagle3LlamaForCausalLM(nn.Module):
         aux = eagle_config.get("eagle_aux_hidden_state_layer_ids")
         if aux is None:
             if target is None:
-                raise ValueError(f"{folder}/config.json names no eagle_aux_hidden_state_layer_ids; pass the target")
+                raise ValueError(
+                    f"{folder}/config.json names no eagle_aux_hidden_state_layer_ids; pass the target"
+                )
             aux = default_aux_layers(target.config.num_hidden_layers)
         if not isinstance(aux, (list, tuple)) or not all(is_int(i) and i >= 0 for i in aux):
-            raise ValueError(f"{folder}/config.json: eagle_aux_hidden_state_layer_ids={aux!r} must list layer "
-                             "indices (ints >= 0)")
+            raise ValueError(
+                f"{folder}/config.json: eagle_aux_hidden_state_layer_ids={aux!r} must list layer "
+                "indices (ints >= 0)"
+            )
         draft_vocab = hf.get("draft_vocab_size") or cfg.vocab_size
         if not is_int(draft_vocab):
             raise ValueError(f"{folder}/config.json: draft_vocab_size={draft_vocab!r} must be an int")
-        model = cls(cfg, int(draft_vocab), tuple(aux), target, own_embeddings="embed_tokens.weight" in weights)
+        model = cls(
+            cfg, int(draft_vocab), tuple(aux), target, own_embeddings="embed_tokens.weight" in weights
+        )
         renamed = dict(weights)
         d2t = renamed.get("d2t")
         if d2t is None:  # the draft-to-target id map is a buffer: load_into would not miss it
-            raise ValueError(f"{folder} holds no 'd2t' tensor (draft id -> target id offsets) of an EAGLE-3 head")
+            raise ValueError(
+                f"{folder} holds no 'd2t' tensor (draft id -> target id offsets) of an EAGLE-3 head"
+            )
         ok_shape = tuple(d2t.shape) == (model.draft_vocab_size,)
         ids = torch.arange(model.draft_vocab_size) + d2t.long() if ok_shape else None
         if ids is None or ids.min() < 0 or ids.max() >= cfg.vocab_size:
-            raise ValueError(f"{folder}: d2t must map each of the draft_vocab_size={model.draft_vocab_size} "
-                             f"draft ids to a target id in [0, {cfg.vocab_size})")
+            raise ValueError(
+                f"{folder}: d2t must map each of the draft_vocab_size={model.draft_vocab_size} "
+                f"draft ids to a target id in [0, {cfg.vocab_size})"
+            )
         if "t2d" not in renamed:  # some checkpoints ship d2t only: rebuild the mask from it
             renamed["t2d"] = torch.zeros(cfg.vocab_size, dtype=torch.bool).index_fill_(0, ids, True)
         load_into(model, renamed, cfg)
@@ -175,14 +211,27 @@ class Eagle3LlamaForCausalLM(nn.Module):
     def save_pretrained(self, folder: str | Path, dtype: torch.dtype = torch.bfloat16) -> Path:
         cfg = self.config
         config = {
-            "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "num_hidden_layers": 1,
-            "vocab_size": cfg.vocab_size, "draft_vocab_size": self.draft_vocab_size,
-            "hidden_size": cfg.hidden_size, "intermediate_size": cfg.intermediate_size,
-            "num_attention_heads": cfg.num_attention_heads, "num_key_value_heads": cfg.num_key_value_heads,
-            "head_dim": cfg.head_dim, "rms_norm_eps": cfg.rms_norm_eps, "rope_theta": cfg.rope_theta,
-            "hidden_act": "silu", "max_position_embeddings": cfg.max_position_embeddings,
-            "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(self._aux), "use_aux_hidden_state": True},
+            "architectures": ["LlamaForCausalLMEagle3"],
+            "model_type": "llama",
+            "num_hidden_layers": 1,
+            "vocab_size": cfg.vocab_size,
+            "draft_vocab_size": self.draft_vocab_size,
+            "hidden_size": cfg.hidden_size,
+            "intermediate_size": cfg.intermediate_size,
+            "num_attention_heads": cfg.num_attention_heads,
+            "num_key_value_heads": cfg.num_key_value_heads,
+            "head_dim": cfg.head_dim,
+            "rms_norm_eps": cfg.rms_norm_eps,
+            "rope_theta": cfg.rope_theta,
+            "hidden_act": "silu",
+            "max_position_embeddings": cfg.max_position_embeddings,
+            "eagle_config": {
+                "eagle_aux_hidden_state_layer_ids": list(self._aux),
+                "use_aux_hidden_state": True,
+            },
             "torch_dtype": str(dtype).removeprefix("torch."),
         }
-        tensors = {k: (v if k in ("d2t", "t2d") else v.to(dtype)) for k, v in unfuse(self.state_dict(), cfg).items()}
+        tensors = {
+            k: (v if k in ("d2t", "t2d") else v.to(dtype)) for k, v in unfuse(self.state_dict(), cfg).items()
+        }
         return write_checkpoint(folder, config, tensors)

@@ -62,7 +62,9 @@ class MedusaConfig:
     vocab_size: int
     base_model_name_or_path: str | None = None
     original_lm_head: bool = False  # one vocabulary projection shared by every head (vLLM's name)
-    truncated_vocab_size: int | None = None  # rows the shared projection keeps, named by token_map (vLLM's name)
+    truncated_vocab_size: int | None = (
+        None  # rows the shared projection keeps, named by token_map (vLLM's name)
+    )
 
     def __post_init__(self) -> None:
         for name in ("medusa_num_heads", "medusa_num_layers", "hidden_size", "vocab_size"):
@@ -75,10 +77,14 @@ class MedusaConfig:
         if n is None:
             return
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= self.vocab_size:
-            raise ValueError(f"truncated_vocab_size={n!r} must be an int from 1 to vocab_size={self.vocab_size}")
+            raise ValueError(
+                f"truncated_vocab_size={n!r} must be an int from 1 to vocab_size={self.vocab_size}"
+            )
         if n < self.vocab_size and not self.original_lm_head:
-            raise ValueError(f"truncated_vocab_size={n} needs original_lm_head: true; vLLM v0.32.0 truncates "
-                             f"only the projection shared by every head")
+            raise ValueError(
+                f"truncated_vocab_size={n} needs original_lm_head: true; vLLM v0.32.0 truncates "
+                f"only the projection shared by every head"
+            )
 
     @property
     def draft_vocab_size(self) -> int:
@@ -116,12 +122,16 @@ class Medusa(nn.Module):
         h, layers = config.hidden_size, config.medusa_num_layers
         shared = nn.Linear(h, config.draft_vocab_size, bias=False) if config.original_lm_head else None
         self.heads = nn.ModuleList(
-            nn.Sequential(*[ResBlock(h) for _ in range(layers)],
-                          shared if shared is not None else nn.Linear(h, config.vocab_size, bias=False))
+            nn.Sequential(
+                *[ResBlock(h) for _ in range(layers)],
+                shared if shared is not None else nn.Linear(h, config.vocab_size, bias=False),
+            )
             for _ in range(config.medusa_num_heads)
         )
         # [draft_vocab_size] target token id of each projection row; saved under vLLM's key "token_map"
-        self.register_buffer("token_map", torch.arange(config.draft_vocab_size) if config.is_truncated else None)
+        self.register_buffer(
+            "token_map", torch.arange(config.draft_vocab_size) if config.is_truncated else None
+        )
 
     @property
     def num_heads(self) -> int:
@@ -132,8 +142,9 @@ class Medusa(nn.Module):
         """The dtype the heads compute in (their projection's, int8 or not)."""
         return linear_dtype(self.heads[0][-1])
 
-    def forward(self, hidden_states: torch.Tensor, num_heads: int | None = None,
-                on_target_vocab: bool = True) -> torch.Tensor:
+    def forward(
+        self, hidden_states: torch.Tensor, num_heads: int | None = None, on_target_vocab: bool = True
+    ) -> torch.Tensor:
         """hidden_states [N, H] -> logits [num_heads, N, vocab] of the first `num_heads` heads, -inf on every token
         off a truncated vocabulary's token_map (vLLM's `compute_logits`); with on_target_vocab=False the logits
         over the draft vocabulary, [num_heads, N, draft_vocab_size], which the proposer ranks."""
@@ -153,7 +164,9 @@ class Medusa(nn.Module):
         num_heads = self._check_num_heads(num_heads)
         first = None if torch.is_grad_enabled() or torch.compiler.is_compiling() else self._first_linear()
         if first is None:  # training, a compiled forward (Inductor fuses it itself): the readable path
-            blocks = torch.stack([head[:-1](hidden_states) for head in self.heads[:num_heads]])  # [heads, N, H]
+            blocks = torch.stack(
+                [head[:-1](hidden_states) for head in self.heads[:num_heads]]
+            )  # [heads, N, H]
         else:
             blocks = self._blocks(first, hidden_states, num_heads)
         if not self.config.original_lm_head:
@@ -190,12 +203,18 @@ class Medusa(nn.Module):
         them changes (new data, dtype or device, an in-place write moving its version counter, another linear
         dispatch). None for weights made under inference mode, which keep no version counter."""
         linears = [head[0].linear for head in self.heads]
-        params = [p for linear in linears for p in (linear.weight, linear.bias, getattr(linear, "weight_scale", None))
-                  if p is not None]
+        params = [
+            p
+            for linear in linears
+            for p in (linear.weight, linear.bias, getattr(linear, "weight_scale", None))
+            if p is not None
+        ]
         if any(p.is_inference() for p in params):
             return None
-        key = (tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params),
-               linears[0].__dict__.get("_onednn_min_rows"))  # None: not dispatched
+        key = (
+            tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params),
+            linears[0].__dict__.get("_onednn_min_rows"),
+        )  # None: not dispatched
         cached = self.__dict__.get("_first")  # not a submodule: no state_dict entry
         if cached is None or cached[0] != key:
             cached = self.__dict__["_first"] = (key, _concatenated(linears))
@@ -209,23 +228,32 @@ class Medusa(nn.Module):
         """Keep only the shared projection's rows of the n < vocab_size token ids in `token_map` [n]: in place,
         the heads that `load_medusa` builds from a checkpoint with truncated_vocab_size n and that token_map."""
         if not self.config.original_lm_head:
-            raise ValueError("a truncated vocabulary needs original_lm_head: true (one projection shared by every "
-                             "head, the only one vLLM v0.32.0 truncates); these heads have one projection each")
+            raise ValueError(
+                "a truncated vocabulary needs original_lm_head: true (one projection shared by every "
+                "head, the only one vLLM v0.32.0 truncates); these heads have one projection each"
+            )
         if isinstance(self.heads[0][-1], Int8Linear):
-            raise ValueError("set_token_map cuts a float projection; these heads are int8 already (quantize them "
-                             "after cutting, as the engine does)")
+            raise ValueError(
+                "set_token_map cuts a float projection; these heads are int8 already (quantize them "
+                "after cutting, as the engine does)"
+            )
         if self.config.is_truncated:
-            raise ValueError(f"the heads already score {self.config.draft_vocab_size} tokens (truncated_vocab_size)")
+            raise ValueError(
+                f"the heads already score {self.config.draft_vocab_size} tokens (truncated_vocab_size)"
+            )
         if not isinstance(token_map, torch.Tensor):
             raise TypeError(f"token_map must be a torch.Tensor of token ids; got {type(token_map).__name__}")
         if not 1 <= token_map.numel() < self.config.vocab_size:
-            raise ValueError(f"token_map holds {token_map.numel()} ids; a truncated vocabulary keeps from 1 to "
-                             f"vocab_size - 1 = {self.config.vocab_size - 1}")
+            raise ValueError(
+                f"token_map holds {token_map.numel()} ids; a truncated vocabulary keeps from 1 to "
+                f"vocab_size - 1 = {self.config.vocab_size - 1}"
+            )
         config = replace(self.config, truncated_vocab_size=token_map.numel())
         old = self.heads[0][-1].weight  # [vocab, H]
         token_map = check_token_map(token_map, config, "token_map").to(old.device)
-        projection = nn.Linear(config.hidden_size, config.draft_vocab_size, bias=False, device=old.device,
-                               dtype=old.dtype)
+        projection = nn.Linear(
+            config.hidden_size, config.draft_vocab_size, bias=False, device=old.device, dtype=old.dtype
+        )
         projection.weight.data.copy_(old.detach()[token_map])  # [n, H]
         projection.requires_grad_(old.requires_grad)
         for head in self.heads:
@@ -244,8 +272,11 @@ class Medusa(nn.Module):
         """Keys as in FasterDecoding/Medusa: `{i}.0.linear.weight`, ..., `{i}.{L}.weight` (under original_lm_head
         only head 0's projection, the shared one), plus vLLM's `token_map` when the vocabulary is truncated."""
         skip = self._shared_copies()
-        return {key: v.detach().contiguous() for k, v in self.state_dict().items()
-                if (key := k.removeprefix("heads.")) not in skip}
+        return {
+            key: v.detach().contiguous()
+            for k, v in self.state_dict().items()
+            if (key := k.removeprefix("heads.")) not in skip
+        }
 
     def save_pretrained(self, folder: str | Path, safetensors: bool = True) -> Path:
         folder = Path(folder)
@@ -274,8 +305,13 @@ def _concatenated(linears: list[nn.Linear]) -> nn.Linear | Int8Linear:
     oneDNN dispatch when theirs are (the model runner's CPU linear method packs the heads' layers); int8 layers
     (speculative_config quantization) as one int8 layer, their rows and scales side by side."""
     if isinstance(linears[0], Int8Linear):
-        return Int8Linear(*(torch.cat([getattr(linear, name) for linear in linears])
-                            for name in ("weight", "weight_scale", "bias")), linears[0].dtype)
+        return Int8Linear(
+            *(
+                torch.cat([getattr(linear, name) for linear in linears])
+                for name in ("weight", "weight_scale", "bias")
+            ),
+            linears[0].dtype,
+        )
     fused = nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), device="meta")
     with torch.inference_mode(False):  # ordinary tensors, whose version counter the dispatch reads
         fused.weight = nn.Parameter(torch.cat([linear.weight.detach() for linear in linears]), False)
@@ -286,19 +322,31 @@ def _concatenated(linears: list[nn.Linear]) -> nn.Linear | Int8Linear:
 
 
 def load_medusa_weights(folder: Path) -> dict[str, torch.Tensor]:
-    for name, load in ((SAFETENSORS_FILE, load_file),
-                       (PICKLE_FILE, lambda f: torch.load(f, map_location="cpu", weights_only=True))):
+    for name, load in (
+        (SAFETENSORS_FILE, load_file),
+        (PICKLE_FILE, lambda f: torch.load(f, map_location="cpu", weights_only=True)),
+    ):
         if (folder / name).is_file():
             try:
                 weights = load(folder / name)
             except Exception as e:  # noqa: BLE001 - SafetensorError, UnpicklingError, ...: an unusable file
-                raise ValueError(f"{folder / name} is not a readable Medusa weight file (truncated or corrupt?): "
-                                 f"{type(e).__name__}") from e
-            if not isinstance(weights, dict) or not all(
-                isinstance(k, str) and (k.split(".")[0].isdigit() or k == TOKEN_MAP) and isinstance(v, torch.Tensor)
-                for k, v in weights.items()
-            ) or not set(weights) - {TOKEN_MAP}:
-                raise ValueError(f"{folder / name} does not hold Medusa-1 tensors named '{{head}}.{{layer}}...'")
+                raise ValueError(
+                    f"{folder / name} is not a readable Medusa weight file (truncated or corrupt?): "
+                    f"{type(e).__name__}"
+                ) from e
+            if (
+                not isinstance(weights, dict)
+                or not all(
+                    isinstance(k, str)
+                    and (k.split(".")[0].isdigit() or k == TOKEN_MAP)
+                    and isinstance(v, torch.Tensor)
+                    for k, v in weights.items()
+                )
+                or not set(weights) - {TOKEN_MAP}
+            ):
+                raise ValueError(
+                    f"{folder / name} does not hold Medusa-1 tensors named '{{head}}.{{layer}}...'"
+                )
             return weights
     raise ValueError(f"{folder} holds neither {SAFETENSORS_FILE} nor {PICKLE_FILE}: not a Medusa checkpoint")
 
@@ -326,13 +374,19 @@ def load_medusa(
         raise ValueError(f"{folder}/config.json: medusa_num_layers={layers!r} must be an int >= 1")
     proj = weights[f"0.{layers}.weight"] if f"0.{layers}.weight" in weights else None
     if proj is None or proj.dim() != 2:
-        raise ValueError(f"{folder}: no 2-D '0.{layers}.weight' (vocabulary projection) for medusa_num_layers={layers}")
+        raise ValueError(
+            f"{folder}: no 2-D '0.{layers}.weight' (vocabulary projection) for medusa_num_layers={layers}"
+        )
     vocab_size = proj.shape[0]
-    if raw.get("truncated_vocab_size") not in (None, raw.get("vocab_size")):  # the projection's rows may be cut
+    if raw.get("truncated_vocab_size") not in (
+        None,
+        raw.get("vocab_size"),
+    ):  # the projection's rows may be cut
         vocab_size = raw.get("vocab_size")
     try:
         config = MedusaConfig.from_dict(
-            {**raw, "medusa_num_heads": num_heads, "vocab_size": vocab_size, "hidden_size": proj.shape[1]})
+            {**raw, "medusa_num_heads": num_heads, "vocab_size": vocab_size, "hidden_size": proj.shape[1]}
+        )
     except (TypeError, ValueError) as e:
         raise ValueError(f"{folder}/config.json: {e}") from e
     model = Medusa(config)
@@ -340,13 +394,17 @@ def load_medusa(
         model.token_map = check_token_map(token_map, config, str(folder))
         if proj.shape[0] == config.vocab_size:  # the full projection stored: keep the mapped rows, as vLLM
             weights[f"0.{layers}.weight"] = proj[model.token_map]
-    shared = model._shared_copies()  # under original_lm_head, head 0's projection serves every head (as in vLLM)
+    shared = (
+        model._shared_copies()
+    )  # under original_lm_head, head 0's projection serves every head (as in vLLM)
     weights = {k: v for k, v in weights.items() if k not in shared}
     try:
         missing, unexpected = model.heads.load_state_dict(weights, strict=False)
         missing = [k for k in missing if k not in shared]
     except RuntimeError as e:  # tensors of another shape than the config and the projection imply
-        raise ValueError(f"{folder}: Medusa weights do not fit the heads: {str(e).splitlines()[-1].strip()}") from e
+        raise ValueError(
+            f"{folder}: Medusa weights do not fit the heads: {str(e).splitlines()[-1].strip()}"
+        ) from e
     if missing or unexpected:
         raise ValueError(f"{folder}: Medusa weights missing {missing[:4]} / unexpected {unexpected[:4]}")
     return model.to(device=device, dtype=dtype).eval().requires_grad_(False)
@@ -356,13 +414,19 @@ def check_token_map(token_map: torch.Tensor | None, config: MedusaConfig, where:
     """vLLM's `token_map`: truncated_vocab_size distinct token ids of the target's vocabulary, as int64."""
     n, vocab, folder = config.draft_vocab_size, config.vocab_size, where
     if token_map is None:
-        raise ValueError(f"{folder}: truncated_vocab_size={n} < vocab_size={vocab} needs a '{TOKEN_MAP}' tensor "
-                         f"of {n} token ids in the weights")
+        raise ValueError(
+            f"{folder}: truncated_vocab_size={n} < vocab_size={vocab} needs a '{TOKEN_MAP}' tensor "
+            f"of {n} token ids in the weights"
+        )
     if token_map.dtype.is_floating_point or token_map.dtype.is_complex or token_map.dtype == torch.bool:
-        raise ValueError(f"{folder}: '{TOKEN_MAP}' has dtype {token_map.dtype}; it must hold integer token ids")
+        raise ValueError(
+            f"{folder}: '{TOKEN_MAP}' has dtype {token_map.dtype}; it must hold integer token ids"
+        )
     if tuple(token_map.shape) != (n,):
-        raise ValueError(f"{folder}: '{TOKEN_MAP}' has shape {tuple(token_map.shape)}; truncated_vocab_size={n} "
-                         f"needs ({n},)")
+        raise ValueError(
+            f"{folder}: '{TOKEN_MAP}' has shape {tuple(token_map.shape)}; truncated_vocab_size={n} "
+            f"needs ({n},)"
+        )
     token_map = token_map.long()
     if (bad := token_map[(token_map < 0) | (token_map >= vocab)]).numel():
         raise ValueError(f"{folder}: '{TOKEN_MAP}' holds token id {int(bad[0])}; ids must be in [0, {vocab})")

@@ -18,9 +18,16 @@ from minispec.teach.exercises import Exercise, _normalise
 # EAGLE-2 with total_tokens 5, depth 2, top_k 2: generated nodes g0..g9 in creation order
 # (node, parent (-1 = the root), cumulative draft log-prob)
 EXPANSION = [
-    (0, -1, -0.3), (1, -1, -1.2),  # depth 1: the root's top-2
-    (2, 0, -0.5), (3, 0, -2.0), (4, 1, -1.5), (5, 1, -2.6),  # step 1 expanded g0 and g1
-    (6, 2, -0.9), (7, 2, -1.4), (8, 4, -2.2), (9, 4, -3.0),  # step 2 expanded the frontier
+    (0, -1, -0.3),
+    (1, -1, -1.2),  # depth 1: the root's top-2
+    (2, 0, -0.5),
+    (3, 0, -2.0),
+    (4, 1, -1.5),
+    (5, 1, -2.6),  # step 1 expanded g0 and g1
+    (6, 2, -0.9),
+    (7, 2, -1.4),
+    (8, 4, -2.2),
+    (9, 4, -3.0),  # step 2 expanded the frontier
 ]
 TOTAL_TOKENS, TOP_K = 5, 2
 D2T = [0, 1, 1, 3, 3, 4]  # a draft vocabulary of 6 ids

@@ -37,8 +37,13 @@ def copy_tokens_per_forward() -> dict[str, float]:
     params = SamplingParams(temperature=0, max_tokens=COPY_TOKENS, ignore_eos=True)
     out = {}
     for name in COPY_METHODS:
-        llm = LLM(model="zoo:target", device="cpu", dtype="float32", num_kv_blocks=64,
-                  speculative_config=METHODS[name].speculative_config(COPY_K))
+        llm = LLM(
+            model="zoo:target",
+            device="cpu",
+            dtype="float32",
+            num_kv_blocks=64,
+            speculative_config=METHODS[name].speculative_config(COPY_K),
+        )
         prov = generate_with_provenance(llm, [prompt], params)[0]
         out[name] = (len(prov.tokens) - 1) / (prov.num_target_forwards - 1)
     return out
@@ -56,7 +61,9 @@ def _speedup() -> float:
 def _break_even() -> int:
     from minispec.bench.projection import Assumptions, MethodAcceptance, break_even_batch, projected_speedup
 
-    tree = MethodAcceptance("ngram", 1, (int(TREE_E - 1),), (TREE_NODES,))  # "ngram": a drafter costing nothing
+    tree = MethodAcceptance(
+        "ngram", 1, (int(TREE_E - 1),), (TREE_NODES,)
+    )  # "ngram": a drafter costing nothing
     return break_even_batch(BATCHES, projected_speedup(tree, BATCHES, Assumptions("H100 SXM")))
 
 

@@ -87,7 +87,9 @@ def _slot_batch():
     from minispec.core.sched.output import SchedulerOutput
     from minispec.worker.model_runner import ModelRunner
 
-    decoding = _request("0", prompt_len=5, num_output=2, num_computed=6)  # 7 tokens, the last not computed yet
+    decoding = _request(
+        "0", prompt_len=5, num_output=2, num_computed=6
+    )  # 7 tokens, the last not computed yet
     prefill = _request("1", prompt_len=3)
     drafts = {"0": [3, 3, 3]}
     num_scheduled = {"0": 4, "1": 3}
@@ -139,7 +141,7 @@ EXERCISES = [
         "is left: request 2 gets a chunk of 32 - 27 = 5 of its 9 prompt tokens (a chunked prefill) and samples "
         "nothing this step.",
         hint="Running requests first (1 + drafts for a decoding one, the rest of the prompt for a prefilling "
-             "one), then waiting ones with whatever budget is left.",
+        "one), then waiting ones with whatever budget is left.",
         compare=_same_schedule,
     ),
     Exercise(
@@ -167,7 +169,7 @@ EXERCISES = [
         "37. Request 1's positions 0, 1, 2 are in block 4: slots 16, 17, 18. The flattened batch puts request "
         "0 first: [10, 11, 36, 37, 16, 17, 18].",
         hint="slot = block_table[position // block_size] * block_size + position % block_size, request by "
-             "request in batch order.",
+        "request in batch order.",
     ),
     Exercise(
         "08.logits_indices",

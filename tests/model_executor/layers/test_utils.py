@@ -83,7 +83,9 @@ def test_layers_of_the_packable_dtypes_are_dispatched():
     assert dispatch_cpu_unquantized_gemm(nn.Sequential(nn.ReLU()), min_weight_numel=0) == 0
 
 
-@pytest.mark.skipif(torch.bfloat16 not in packable_dtypes(), reason="oneDNN has no bfloat16 kernels on this CPU")
+@pytest.mark.skipif(
+    torch.bfloat16 not in packable_dtypes(), reason="oneDNN has no bfloat16 kernels on this CPU"
+)
 @pytest.mark.parametrize("rows", [1, 6, 17])
 def test_bfloat16_packed_equals_the_float32_product_up_to_rounding(rows):
     """The packed bfloat16 product accumulates in float32, as F.linear does: within bfloat16 rounding of the
@@ -119,8 +121,12 @@ def test_restore_linear():
 def test_eager_engine_dispatches_target_and_drafter():
     from minispec import LLM
 
-    llm = LLM(model="zoo:target", dtype="float32", max_num_seqs=1, speculative_config={
-        "method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 2})
+    llm = LLM(
+        model="zoo:target",
+        dtype="float32",
+        max_num_seqs=1,
+        speculative_config={"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 2},
+    )
     runner = llm.llm_engine.model_runner
     for net in (runner.model, runner._drafter_network()):
         linears = [m for m in net.modules() if type(m) is nn.Linear]

@@ -20,14 +20,20 @@ class _RefResBlock(nn.Module):  # the layout of FasterDecoding/Medusa's ResBlock
 def _write_medusa1_checkpoint(folder, num_heads=3, num_layers=1, hidden=16, vocab=40, declared_heads=2):
     torch.manual_seed(0)
     heads = nn.ModuleList(
-        nn.Sequential(*[_RefResBlock(hidden) for _ in range(num_layers)], nn.Linear(hidden, vocab, bias=False))
+        nn.Sequential(
+            *[_RefResBlock(hidden) for _ in range(num_layers)], nn.Linear(hidden, vocab, bias=False)
+        )
         for _ in range(num_heads)
     )
     for p in heads.parameters():
         nn.init.normal_(p, std=0.3)
     folder.mkdir()
     # the published Vicuna configs declare fewer heads than their weights hold; the weights win
-    config = {"medusa_num_heads": declared_heads, "medusa_num_layers": num_layers, "base_model_name_or_path": "x"}
+    config = {
+        "medusa_num_heads": declared_heads,
+        "medusa_num_layers": num_layers,
+        "base_model_name_or_path": "x",
+    }
     (folder / "config.json").write_text(json.dumps(config))
     torch.save(heads.state_dict(), folder / "medusa_lm_head.pt")
     return heads
@@ -88,8 +94,9 @@ def test_original_lm_head_shares_one_projection(tmp_path):
     x = torch.randn(5, 16)
     torch.testing.assert_close(shared(x), separate(x))
     torch.testing.assert_close(shared(x, num_heads=2), separate(x)[:2])
-    assert set(shared.medusa_state_dict()) == {f"{i}.{j}.linear.{p}" for i in range(3) for j in range(2)
-                                               for p in ("weight", "bias")} | {"0.2.weight"}
+    assert set(shared.medusa_state_dict()) == {
+        f"{i}.{j}.linear.{p}" for i in range(3) for j in range(2) for p in ("weight", "bias")
+    } | {"0.2.weight"}
     shared.save_pretrained(tmp_path / "shared")
     assert json.loads((tmp_path / "shared" / "config.json").read_text())["original_lm_head"] is True
     loaded = load_medusa(tmp_path / "shared")
@@ -181,11 +188,16 @@ def test_truncated_vocab_bad_inputs(tmp_path):
         MedusaConfig(2, 1, 8, 40, truncated_vocab_size=10)
     with pytest.raises(ValueError, match="one projection each"):
         Medusa(MedusaConfig(2, 1, 8, 40)).set_token_map(torch.tensor([1, 2]))
-    bad = [(torch.tensor([1, 1, 2]), ValueError, "twice"), (torch.tensor([3, 40]), ValueError, "token id 40"),
-           (torch.tensor([-1, 3]), ValueError, "token id -1"), (torch.tensor([1.0, 2.0]), ValueError, "dtype"),
-           (torch.tensor([[1, 2]]), ValueError, "shape"), (torch.arange(40), ValueError, "holds 40 ids"),
-           (torch.tensor([], dtype=torch.long), ValueError, "holds 0 ids"),
-           ([1, 2], TypeError, "torch.Tensor")]
+    bad = [
+        (torch.tensor([1, 1, 2]), ValueError, "twice"),
+        (torch.tensor([3, 40]), ValueError, "token id 40"),
+        (torch.tensor([-1, 3]), ValueError, "token id -1"),
+        (torch.tensor([1.0, 2.0]), ValueError, "dtype"),
+        (torch.tensor([[1, 2]]), ValueError, "shape"),
+        (torch.arange(40), ValueError, "holds 40 ids"),
+        (torch.tensor([], dtype=torch.long), ValueError, "holds 0 ids"),
+        ([1, 2], TypeError, "torch.Tensor"),
+    ]
     for token_map, error, match in bad:
         heads = _shared_heads()
         with pytest.raises(error, match=match):
@@ -198,15 +210,19 @@ def test_truncated_vocab_bad_inputs(tmp_path):
 
     heads.save_pretrained(tmp_path / "ok")
     weights = load_file(tmp_path / "ok" / "medusa_lm_head.safetensors")
-    for name, token_map, match in [("missing", None, "needs a 'token_map'"),
-                                   ("short", torch.tensor([1]), r"shape \(1,\)"),
-                                   ("repeated", torch.tensor([3, 3]), "twice")]:
+    for name, token_map, match in [
+        ("missing", None, "needs a 'token_map'"),
+        ("short", torch.tensor([1]), r"shape \(1,\)"),
+        ("repeated", torch.tensor([3, 3]), "twice"),
+    ]:
         folder = tmp_path / name
         folder.mkdir()
         (folder / "config.json").write_text((tmp_path / "ok" / "config.json").read_text())
         kept = {k: v for k, v in weights.items() if k != "token_map"}
-        save_file(kept if token_map is None else {**kept, "token_map": token_map},
-                  folder / "medusa_lm_head.safetensors")
+        save_file(
+            kept if token_map is None else {**kept, "token_map": token_map},
+            folder / "medusa_lm_head.safetensors",
+        )
         with pytest.raises(ValueError, match=match):
             load_medusa(folder)
 
@@ -252,6 +268,12 @@ def test_heads_made_under_inference_mode_and_num_heads_checked():
         heads = Medusa(MedusaConfig(3, 1, 16, 40, original_lm_head=True))  # weights without a version counter
         x = torch.randn(2, 16)
         torch.testing.assert_close(heads(x, 2), torch.stack([head(x) for head in heads.heads[:2]]))
-    for bad, error in [(4, ValueError), (0, ValueError), (-1, ValueError), (2.0, TypeError), (True, TypeError)]:
+    for bad, error in [
+        (4, ValueError),
+        (0, ValueError),
+        (-1, ValueError),
+        (2.0, TypeError),
+        (True, TypeError),
+    ]:
         with pytest.raises(error, match=f"num_heads={bad!r}"):
             heads(x, bad)

@@ -50,7 +50,9 @@ import torch.nn.functional as F
 from torch import nn
 
 INT8_PER_CHANNEL_WEIGHT_ONLY = "int8_per_channel_weight_only"  # vLLM's shorthand name
-QUANTIZATION_METHODS = (INT8_PER_CHANNEL_WEIGHT_ONLY,)  # speculative_config "quantization" values minispec takes
+QUANTIZATION_METHODS = (
+    INT8_PER_CHANNEL_WEIGHT_ONLY,
+)  # speculative_config "quantization" values minispec takes
 INT8_MAX = 127  # symmetric: -127..127, as vLLM's clamp(-vmax, vmax)
 # compiled products of this many rows or fewer are written as a multiply-and-sum: one row (a chain's depth), two
 # (a depth of an EAGLE-2 tree of top_k 2) and four (Medusa's four heads through their shared projection at batch
@@ -86,7 +88,9 @@ class Int8Linear(nn.Module):
     `weight_scale` [out] (in the activations' dtype) are buffers, so `.to(dtype)` leaves the int8 weight alone
     and moves the scale and bias with the model's dtype."""
 
-    def __init__(self, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype):
+    def __init__(
+        self, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype
+    ):
         super().__init__()
         self.out_features, self.in_features = weight.shape
         self.register_buffer("weight", weight)  # [out, in] int8
@@ -111,11 +115,14 @@ class Int8Linear(nn.Module):
         return int8_linear(x, self.weight, self.weight_scale, self.bias)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+        )
 
 
-def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
-                bias: torch.Tensor | None = None) -> torch.Tensor:
+def int8_linear(
+    x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
     """x [..., in] -> [..., out] = (x @ weight^T) * scale + bias, weight int8 [out, in], scale [out]."""
     out_features, in_features = weight.shape
     rows = x.numel() // in_features
@@ -135,19 +142,27 @@ def int8_linear(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor,
         w = weight.float()
         fixed = isinstance(rows, int)
         most = rows if fixed else most_rows(rows) if torch.compiler.is_exporting() else None
-        if most is not None:  # a fixed number of rows, or an exported symbolic one of at most MUL_SUM_PAD_MAX_ROWS:
+        if (
+            most is not None
+        ):  # a fixed number of rows, or an exported symbolic one of at most MUL_SUM_PAD_MAX_ROWS:
             # every row in one loop that converts each weight once for all of them (a symbol's rows padded with
             # zeros to its bound; with rows looping outside, each row would convert the whole weight again)
-            padded = rows32 if fixed else torch.cat([rows32, rows32.new_zeros(most, in_features)])[:most]  # [most, in]
+            padded = (
+                rows32 if fixed else torch.cat([rows32, rows32.new_zeros(most, in_features)])[:most]
+            )  # [most, in]
             blocks = output_blocks(w, most)
-            y = torch.stack([torch.cat([(padded[r] * w_block).sum(-1) for w_block in blocks]) for r in range(most)])
+            y = torch.stack(
+                [torch.cat([(padded[r] * w_block).sum(-1) for w_block in blocks]) for r in range(most)]
+            )
             y = y if fixed else y[:rows]  # [rows, out]
         else:  # a symbolic row count with no small bound: one sum per row and block, each row over the weight
             y = torch.cat([(rows32.unsqueeze(1) * w_block).sum(-1) for w_block in output_blocks(w, 1)], dim=1)
         y = (y * scale.float()).to(x.dtype)
     elif x.device.type == "cpu" and in_features % KERNEL_IN_MULTIPLE == 0:
         # inside a graph as one opaque call (Inductor cannot lower the aten op's inputs)
-        y = (torch.ops.minispec.int8_weight_only_mm if compiling else int8_weight_only_mm)(flat, weight, scale)
+        y = (torch.ops.minispec.int8_weight_only_mm if compiling else int8_weight_only_mm)(
+            flat, weight, scale
+        )
     else:
         y = F.linear(flat, weight.to(x.dtype)) * scale  # [rows, out]
     if bias is not None:
@@ -179,7 +194,9 @@ def output_blocks(weight: torch.Tensor, rows: int) -> tuple[torch.Tensor, ...]:
 def int8_weight_only_mm(x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     """x [rows, in] @ (weight * scale[:, None])^T -> [rows, out] with PyTorch's CPU kernel, which reads the int8
     weight and takes bfloat16 activations and scales."""
-    out = torch.ops.aten._weight_int8pack_mm(x.to(torch.bfloat16).contiguous(), weight, scale.to(torch.bfloat16))
+    out = torch.ops.aten._weight_int8pack_mm(
+        x.to(torch.bfloat16).contiguous(), weight, scale.to(torch.bfloat16)
+    )
     return out.to(x.dtype)
 
 
@@ -221,9 +238,13 @@ def check_quantization(quantization) -> str | None:
         return None
     allowed = f"None (the drafter's checkpoint dtype) or one of {list(QUANTIZATION_METHODS)}"
     if not isinstance(quantization, str):
-        raise TypeError(f"speculative_config quantization={quantization!r} is a {type(quantization).__name__}; "
-                        f"allowed: {allowed}")
+        raise TypeError(
+            f"speculative_config quantization={quantization!r} is a {type(quantization).__name__}; "
+            f"allowed: {allowed}"
+        )
     if quantization not in QUANTIZATION_METHODS:
-        raise ValueError(f"speculative_config quantization={quantization!r}; allowed: {allowed}. vLLM's other "
-                         f"methods read quantized checkpoints or need GPU kernels")
+        raise ValueError(
+            f"speculative_config quantization={quantization!r}; allowed: {allowed}. vLLM's other "
+            f"methods read quantized checkpoints or need GPU kernels"
+        )
     return quantization

@@ -39,7 +39,9 @@ def test_per_row_rule():
     big = torch.randn(50, 40)
     q, scale = quantize_per_channel(big)
     assert q.abs().max() <= 127
-    assert ((q.float() * scale[:, None] - big).abs() <= scale[:, None] / 2 + 1e-7).all()  # rounding: half a level
+    assert (
+        (q.float() * scale[:, None] - big).abs() <= scale[:, None] / 2 + 1e-7
+    ).all()  # rounding: half a level
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -48,8 +50,9 @@ def test_per_row_rule():
 def test_eager_product_is_the_dequantized_weights(dtype, shape, bias):
     layer = Int8Linear.from_linear(_linear(bias=bias, dtype=dtype))
     x = torch.randn(*shape).to(dtype)
-    expected = torch.nn.functional.linear(x.float(), layer.dequantized_weight().float(),
-                                          None if layer.bias is None else layer.bias.float())
+    expected = torch.nn.functional.linear(
+        x.float(), layer.dequantized_weight().float(), None if layer.bias is None else layer.bias.float()
+    )
     with torch.inference_mode():
         got = layer(x)
     assert got.shape == (*shape[:-1], 96) and got.dtype == dtype
@@ -81,11 +84,17 @@ def test_compiled_products_one_row_and_many():
 
     compiled = torch.compile(f, dynamic=False, options={"freezing": False})
     reference = layer.dequantized_weight()
-    for rows in (1, MUL_SUM_MAX_ROWS, MUL_SUM_MAX_ROWS + 3):  # the multiply-and-sum, then the CPU kernel's call
+    for rows in (
+        1,
+        MUL_SUM_MAX_ROWS,
+        MUL_SUM_MAX_ROWS + 3,
+    ):  # the multiply-and-sum, then the CPU kernel's call
         x = torch.randn(rows, 64)
         tolerance = 1e-4 if rows <= MUL_SUM_MAX_ROWS else 2e-2  # float32, then bfloat16 activations
         with torch.inference_mode():
-            torch.testing.assert_close(compiled(x), x @ reference.T + layer.bias, rtol=tolerance, atol=tolerance)
+            torch.testing.assert_close(
+                compiled(x), x @ reference.T + layer.bias, rtol=tolerance, atol=tolerance
+            )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -117,7 +126,9 @@ def test_output_blocks_cover_every_output_once():
         parts = output_blocks(weight, rows)
         assert len(parts) == blocks
         assert torch.equal(torch.cat(parts), weight)
-    assert len(output_blocks(torch.zeros(6, wide), 1)) == 3 and len(output_blocks(torch.zeros(7, wide), 1)) == 1
+    assert (
+        len(output_blocks(torch.zeros(6, wide), 1)) == 3 and len(output_blocks(torch.zeros(7, wide), 1)) == 1
+    )
     assert len(output_blocks(torch.zeros(48, wide - 1), 1)) == 1  # narrow rows: one sum a loop
 
 
@@ -140,18 +151,23 @@ def test_output_blocks_leave_each_sum_as_it_was(dtype, monkeypatch):
     def run() -> list[torch.Tensor]:
         torch._dynamo.reset()
         fixed = [torch.compile(f, dynamic=False, options=INT8_OPTIONS)(x) for x in xs[:2]]
-        exported = torch.export.export(Product(), (xs[2],), dynamic_shapes=({0: Dim("rows", min=1, max=8)},),
-                                       strict=False).module()  # the row count a symbol, as in a first pass
+        exported = torch.export.export(
+            Product(), (xs[2],), dynamic_shapes=({0: Dim("rows", min=1, max=8)},), strict=False
+        ).module()  # the row count a symbol, as in a first pass
         return fixed + [torch.compile(exported, dynamic=True, options=INT8_OPTIONS)(xs[2])]
 
     asked = []  # the row counts output_blocks was asked for
     blocks = int8.output_blocks
-    monkeypatch.setattr(int8, "output_blocks", lambda weight, rows: asked.append(rows) or blocks(weight, rows))
+    monkeypatch.setattr(
+        int8, "output_blocks", lambda weight, rows: asked.append(rows) or blocks(weight, rows)
+    )
     with torch.inference_mode():
         blocked = run()
         assert asked == [1, 2, 8]  # three rows as a symbol of at most 8: padded to 8, all in one loop
         asked.clear()
-        with monkeypatch.context() as m:  # no bound to pad to: one row at a time, each over the weight's blocks
+        with (
+            monkeypatch.context() as m
+        ):  # no bound to pad to: one row at a time, each over the weight's blocks
             m.setattr(int8, "most_rows", lambda rows: None)
             row_by_row = run()
         assert asked == [1, 2, 1]
@@ -163,7 +179,9 @@ def test_output_blocks_leave_each_sum_as_it_was(dtype, monkeypatch):
 
 def test_quantize_linear_layers_keeps_sharing_and_dtypes():
     shared = nn.Linear(8, 8)
-    net = nn.ModuleDict({"a": nn.Sequential(nn.Linear(8, 8), shared), "b": nn.Sequential(shared), "n": nn.LayerNorm(8)})
+    net = nn.ModuleDict(
+        {"a": nn.Sequential(nn.Linear(8, 8), shared), "b": nn.Sequential(shared), "n": nn.LayerNorm(8)}
+    )
     assert not is_quantized(net)
     assert quantize_linear_layers(net) == 2
     assert is_quantized(net) and net["a"][1] is net["b"][0] and isinstance(net["b"][0], Int8Linear)
@@ -171,7 +189,10 @@ def test_quantize_linear_layers_keeps_sharing_and_dtypes():
     net.to(torch.bfloat16)
     layer = net["a"][0]
     assert layer.weight.dtype == torch.int8 and layer.weight_scale.dtype == torch.bfloat16
-    assert linear_dtype(layer) == torch.bfloat16 == network_dtype(net) and linear_dtype(nn.Linear(2, 2)) == torch.float32
+    assert (
+        linear_dtype(layer) == torch.bfloat16 == network_dtype(net)
+        and linear_dtype(nn.Linear(2, 2)) == torch.float32
+    )
     assert {"a.0.weight", "a.0.weight_scale", "a.0.bias"} <= set(net.state_dict())
 
 

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from minispec.spec_decode.ngram_proposer import (
     NgramProposer,
-    _z_function,
-    find_longest_matched_ngram_and_propose_tokens,
+    _find_longest_matched_ngram_and_propose_tokens,
+    _scan_reversed_tokens,
 )
 
 
@@ -26,32 +26,37 @@ def brute_force(tokens: list[int], min_n: int, max_n: int, max_model_len: int, k
 
 
 def test_vllm_example():
-    out = find_longest_matched_ngram_and_propose_tokens(np.array([1, 2, 3, 4, 1, 2, 3]), 2, 2, 1024, 3)
+    out = _find_longest_matched_ngram_and_propose_tokens(np.array([1, 2, 3, 4, 1, 2, 3]), 2, 2, 1024, 3)
     assert out.tolist() == [4, 1, 2]
 
 
 def test_longest_wins_and_earliest_occurrence():
     # suffix [2, 3] occurs at 1 and 5; suffix [9, 2, 3] only at 4: the 3-gram wins.
     tokens = np.array([1, 2, 3, 7, 9, 2, 3, 8, 9, 2, 3])
-    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 3, 100, 2).tolist() == [8, 9]
+    assert _find_longest_matched_ngram_and_propose_tokens(tokens, 2, 3, 100, 2).tolist() == [8, 9]
     # with max 2, the earliest occurrence of [2, 3] (index 1) wins
-    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 100, 2).tolist() == [7, 9]
+    assert _find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 100, 2).tolist() == [7, 9]
 
 
 def test_limits():
     tokens = np.array([5, 6, 7, 5, 6])
-    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 100, 5).tolist() == [7, 5, 6]
-    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 7, 5).tolist() == [7, 5]
-    assert find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 5, 5).size == 0
-    assert find_longest_matched_ngram_and_propose_tokens(tokens, 3, 3, 100, 5).size == 0
-    assert find_longest_matched_ngram_and_propose_tokens(np.array([1]), 1, 1, 100, 3).size == 0
+    assert _find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 100, 5).tolist() == [7, 5, 6]
+    assert _find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 7, 5).tolist() == [7, 5]
+    assert _find_longest_matched_ngram_and_propose_tokens(tokens, 2, 2, 5, 5).size == 0
+    assert _find_longest_matched_ngram_and_propose_tokens(tokens, 3, 3, 100, 5).size == 0
+    assert _find_longest_matched_ngram_and_propose_tokens(np.array([1]), 1, 1, 100, 3).size == 0
     # overlapping occurrence: [1, 1] occurs at 0 and the proposal runs into the suffix itself
-    assert find_longest_matched_ngram_and_propose_tokens(np.array([1, 1, 1]), 2, 2, 100, 3).tolist() == [1]
+    assert _find_longest_matched_ngram_and_propose_tokens(np.array([1, 1, 1]), 2, 2, 100, 3).tolist() == [1]
 
 
-def test_z_function():
-    assert _z_function(np.array([1, 1, 2, 1, 1, 2, 1])).tolist() == [7, 1, 0, 4, 1, 0, 1]
-    assert _z_function(np.array([], dtype=np.int64)).tolist() == []
+def test_scan_reversed_tokens():
+    # (longest prefix length that recurs, capped at max_ngram; the last position where it ends)
+    assert _scan_reversed_tokens([3, 2, 1, 4, 3, 2, 1], 2) == (2, 5)
+    assert _scan_reversed_tokens([3, 2, 1, 4, 3, 2, 1], 4) == (3, 6)
+    assert _scan_reversed_tokens([1, 1, 1, 1, 1], 2) == (2, 4)  # the cap falls back to lps[1] = 1 and regrows
+    assert _scan_reversed_tokens([1, 2, 1, 2, 1], 8) == (3, 4)  # overlapping occurrences
+    assert _scan_reversed_tokens([5, 6, 7], 3) == (0, 0)
+    assert _scan_reversed_tokens([], 3) == (0, 0)
 
 
 @settings(max_examples=300, deadline=None)
@@ -65,7 +70,7 @@ def test_z_function():
 def test_matches_brute_force(tokens, min_n, extra, k, slack):
     max_n = min_n + extra
     max_model_len = len(tokens) + slack
-    got = find_longest_matched_ngram_and_propose_tokens(
+    got = _find_longest_matched_ngram_and_propose_tokens(
         np.array(tokens, dtype=np.int64), min_n, max_n, max_model_len, k
     )
     assert got.tolist() == brute_force(tokens, min_n, max_n, max_model_len, k)
@@ -81,16 +86,16 @@ def test_proposer():
 
 
 def test_linear_time_on_long_context():
-    # Quadratic work on 200k tokens would take minutes; the Z-function pass takes well under a second or two.
+    # Quadratic work on 200k tokens would take minutes; the KMP scan is linear (about 2 steps per token).
     rng = np.random.default_rng(0)
     tokens = rng.integers(0, 2, size=200_000)
-    out = find_longest_matched_ngram_and_propose_tokens(tokens, 1, 32, 10**6, 4)
+    out = _find_longest_matched_ngram_and_propose_tokens(tokens, 1, 32, 10**6, 4)
     assert out.shape == (4,)
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="min_ngram"):
-        find_longest_matched_ngram_and_propose_tokens(np.array([1, 2]), 3, 2, 10, 1)
+        _find_longest_matched_ngram_and_propose_tokens(np.array([1, 2]), 3, 2, 10, 1)
     with pytest.raises(ValueError, match="prompt_lookup_min"):
         NgramProposer(0, 2, 3, 10)
     with pytest.raises(ValueError, match="num_speculative_tokens"):

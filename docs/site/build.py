@@ -5,7 +5,7 @@ This script writes everything `mkdocs build` reads into one folder, `build/docs/
 mkdocs.yml), so the repository keeps its own layout and the committed notebooks stay without outputs:
 
     build/docs/src/index.md              README.md, its links to repository files rewritten for the site
-    build/docs/src/<guide>.md            docs/concordance.md, zoo.md, benchmarks.md, kernels.md,
+    build/docs/src/<guide>.md            docs/concordance.md, zoo.md, performance.md, kernels.md,
                                          and reliability.md / vllm.md when they exist
     build/docs/src/chapters/NN_*.ipynb   every notebooks/*.ipynb, executed in FAST mode (static figures);
                                          links in its Markdown cells and HTML / Markdown outputs rewritten
@@ -47,7 +47,7 @@ GUIDES: list[tuple[str, str, bool]] = [
     ("README.md", "index.md", True),
     ("docs/concordance.md", "concordance.md", True),
     ("docs/zoo.md", "zoo.md", True),
-    ("docs/benchmarks.md", "benchmarks.md", True),
+    ("docs/performance.md", "performance.md", True),
     ("docs/kernels.md", "kernels.md", True),
     ("docs/reliability.md", "reliability.md", False),
     ("docs/vllm.md", "vllm.md", False),

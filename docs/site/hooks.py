@@ -14,7 +14,7 @@ from typing import Any
 GUIDE_TITLES = {
     "concordance.md": "Concordance with vLLM",
     "zoo.md": "Model zoo",
-    "benchmarks.md": "Benchmarks",
+    "performance.md": "Performance",
     "kernels.md": "Triton kernels",
     "reliability.md": "Reliability",
     "vllm.md": "Against real vLLM",

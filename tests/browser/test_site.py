@@ -50,7 +50,7 @@ def repo(tmp_path: Path) -> Path:
         "README.md",
         "docs/concordance.md",
         "docs/zoo.md",
-        "docs/benchmarks.md",
+        "docs/performance.md",
         "docs/kernels.md",
         "docs/data/h200.csv",
         "minispec/sample/sampler.py",
@@ -69,7 +69,7 @@ def repo(tmp_path: Path) -> Path:
 
 def test_optional_guides_are_included_only_when_present(repo: Path) -> None:
     names = [p.site_path for p in build.guide_pages(repo)]
-    assert names == ["index.md", "concordance.md", "zoo.md", "benchmarks.md", "kernels.md"]
+    assert names == ["index.md", "concordance.md", "zoo.md", "performance.md", "kernels.md"]
     (repo / "docs" / "vllm.md").write_text("# peer\n")
     assert [p.site_path for p in build.guide_pages(repo)][-1] == "vllm.md"
     (repo / "docs" / "zoo.md").unlink()

@@ -4,12 +4,6 @@ vllm/v1/sample/rejection_sampler.py.
 Each launcher below takes the same arguments and returns the same result as its PyTorch reference in
 minispec/sample/rejection_sampler.py (`*_ref`); tests/kernels/ holds them equal under TRITON_INTERPRET=1.
 
-- rejection_greedy_sample_kernel: one program per request walks its drafts against the target argmax.
-- rejection_random_sample_kernel: one program per request applies the accept test p_t / p_d >= u.
-- sample_recovered_tokens_kernel: one program per (request, draft position); it streams the vocabulary in
-  tiles of BLOCK_SIZE and keeps a running argmax of max(p_t - p_d, 0) / q, so any vocabulary size works.
-- expand_kernel: per-request values (temperature, top-k, top-p) copied to each of the request's tokens.
-
 Unlike vLLM, "is every row greedy" and "no draft probs" are compile-time flags with a dummy pointer instead
 of None pointers: the same code then runs in the interpreter and compiled. This module imports triton at
 the top; minispec/sample/rejection_sampler.py imports it only when the Triton backend is chosen.
@@ -36,6 +30,7 @@ def _request_span(cu_num_draft_tokens_ptr, req_idx):
     return start, end - start
 
 
+# one program per request walks its drafts against the target argmax
 @triton.jit(do_not_specialize=["max_spec_len"])
 def rejection_greedy_sample_kernel(
     output_token_ids_ptr,  # [B, max_spec_len + 1] int32
@@ -64,6 +59,7 @@ def rejection_greedy_sample_kernel(
         tl.store(out_row + num_draft, tl.load(bonus_token_ids_ptr + req_idx).to(tl.int32))
 
 
+# one program per request applies the accept test p_t / p_d >= u
 @triton.jit(do_not_specialize=["max_spec_len"])
 def rejection_random_sample_kernel(
     output_token_ids_ptr,  # [B, max_spec_len + 1] int32
@@ -110,6 +106,8 @@ def rejection_random_sample_kernel(
         tl.store(out_row + num_draft, tl.load(bonus_token_ids_ptr + req_idx).to(tl.int32))
 
 
+# one program per (request, draft position); it streams the vocabulary in tiles of BLOCK_SIZE and keeps a
+# running argmax of max(p_t - p_d, 0) / q, so any vocabulary size works
 @triton.jit
 def sample_recovered_tokens_kernel(
     recovered_token_ids_ptr,  # [num_tokens] int32
@@ -153,6 +151,7 @@ def sample_recovered_tokens_kernel(
         tl.store(recovered_token_ids_ptr + token_idx, best_id.to(tl.int32))
 
 
+# per-request values (temperature, top-k, top-p) copied to each of the request's tokens
 @triton.jit(do_not_specialize=["replace_from", "replace_to"])
 def expand_kernel(
     output_ptr,  # [num_tokens]

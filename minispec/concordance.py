@@ -11,8 +11,8 @@ Adding a module is one line in `ROWS`: `R(minispec_path, vllm_paths, simplifies,
 `vllm_paths` is a space-separated string of paths of the v0.32.0 release ("" when there is no counterpart);
 a path may name a symbol after `::` (`vllm/v1/worker/gpu_model_runner.py::_calc_spec_decode_metadata`,
 `vllm/v1/sample/sampler.py::Sampler.gather_logprobs`), which tests/test_concordance.py looks up in the source.
-`v0` names files of vLLM v0.9.2, the last release that had V0's `vllm/spec_decode/` (removed by PR #21152 in
-July 2025; v0.10.0 is the first release without it); `ref` names anything else (Medusa, EAGLE, papers).
+`v0` names files of vLLM v0.9.2, the last release that had V0's `vllm/spec_decode/` (removed by PR #21152;
+v0.10.0 is the first release without it); `ref` names anything else (Medusa, EAGLE, papers).
 
 Which modules need a row (`modules_needing_rows`): every `.py` file under minispec/ and kernels/, except an
 `__init__.py` that holds no logic, i.e. whose top-level statements are only a docstring, imports, plain
@@ -101,11 +101,12 @@ ROWS: list[Row] = [
     R("minispec/entrypoints/llm.py", "vllm/entrypoints/llm.py::LLM", "`LLM.generate` only (no chat, encode, beam search); prompts as str or `{\"prompt_token_ids\": ...}`; the step loop runs in the caller's thread"),
     R("minispec/outputs.py", "vllm/outputs.py::RequestOutput vllm/logprobs.py::Logprob", "One completion per request (n = 1); logprobs as plain dicts of `Logprob`"),
     R("minispec/sampling_params.py", "vllm/sampling_params.py::SamplingParams", "Only the fields the V1 sampler uses (no n, best_of, stop strings, structured output, min_tokens); a @dataclass checked in `__post_init__`, every bad value a ValueError naming field, value and range"),
+    R("minispec/utils.py", "vllm/config/utils.py vllm/sampling_params.py::SamplingParams._verify_args", "Argument checks by hand (is_int, check_int, check_real, check_path), where vLLM validates its configs with pydantic and SamplingParams in `_verify_args`: a wrong type raises TypeError, a value out of range ValueError, each naming the parameter, the value and what is allowed"),
     R("minispec/config.py", "vllm/config/model.py::ModelConfig vllm/config/cache.py::CacheConfig vllm/config/scheduler.py::SchedulerConfig vllm/config/speculative.py::SpeculativeConfig vllm/config/compilation.py::CompilationConfig", "Five small dataclasses; `compilation_config` reads only `inductor_compile_config` (other keys and vLLM's integer mode raise ValueError; option names and types checked against torch._inductor.config); the KV cache sized from a byte budget, not by profiling GPU memory; `speculative_config` keys, n-gram defaults (5 and 5, a missing bound copies the other), `draft_sample_method`, `enforce_eager` (the drafter's override of the engine's) and the one limit of 128 drafts as vLLM's; `method` is required and wrong types raise TypeError (vLLM infers draft_model and raises pydantic errors)", beyond="`acceptance_method=\"typical_acceptance_sampler\"` (V0's option, with `posterior_threshold` / `posterior_alpha`), token trees (`speculative_token_tree`, last in vLLM v0.20.2; `num_speculative_tokens` derived from the tree), EAGLE-2 knobs (`total_tokens`, `depth`, `top_k`), FR-Spec's `draft_vocab_size` (methods eagle and medusa), V0's `disable_by_batch_size` (last in v0.9.2), and `enforce_eager=False` compiling the drafter under an eager target (vLLM's field only turns the drafter's CUDA graphs off)"),
     # ---- engine, scheduler, KV cache --------------------------------------------------------------------
     R("minispec/engine/llm_engine.py", "vllm/v1/engine/llm_engine.py::LLMEngine vllm/v1/engine/core.py::EngineCore.step vllm/v1/engine/input_processor.py vllm/v1/engine/output_processor.py", "One process: input processing, the engine core's step and output processing in one class; detokenises once, when a request finishes; `dtype=\"auto\"` as vLLM resolves it", beyond="`engine.step_records` writes every step down (chapter 8); any failure in a step aborts its requests, so the engine stays usable"),
     R("minispec/engine/input_processor.py", "vllm/v1/engine/input_processor.py::InputProcessor.process_inputs", "Checks only (LLM tokenizes): SamplingParams against the vocabulary, token ids as ints (no bools, floats or digit strings), prompt shorter than max_model_len, KV blocks for the longest request; no multimodal, LoRA or structured output", beyond="`LLM.generate` checks every prompt before queuing any, and aborts the call's requests when anything fails mid-run (vLLM aborts only the requests whose adding failed)"),
-    R("minispec/engine/step_record.py", NONE, "One engine step written down when `engine.step_records` is a list (off by default): the scheduler's decisions, the flattened batch, logits_indices and SpecDecodeMetadata, num_computed_tokens before / after scheduling / after rollback, block tables, emitted tokens and drafts, seconds per phase (chapter 8)"),
+    R("minispec/worker/step_record.py", NONE, "One engine step written down when `engine.step_records` is a list (off by default): the scheduler's decisions, the flattened batch, logits_indices and SpecDecodeMetadata, num_computed_tokens before / after scheduling / after rollback, block tables, emitted tokens and drafts, seconds per phase (chapter 8)"),
     R("minispec/core/request.py", "vllm/v1/request.py::Request vllm/v1/request.py::RequestStatus", "No multimodal inputs, LoRA, structured output or priorities; six statuses (WAITING, RUNNING, PREEMPTED, FINISHED_STOPPED, FINISHED_LENGTH_CAPPED, FINISHED_ABORTED)"),
     R("minispec/core/block_pool.py", "vllm/v1/core/block_pool.py::BlockPool", "No prefix caching: a plain free-block queue"),
     R("minispec/core/kv_cache_manager.py", "vllm/v1/core/kv_cache_manager.py::KVCacheManager.allocate_slots", "One KV cache group, no prefix-cache hits, no sliding window; rejected drafts need no bookkeeping"),
@@ -114,13 +115,18 @@ ROWS: list[Row] = [
     # ---- model runner, attention, models, loading -------------------------------------------------------
     R("minispec/worker/model_runner.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._prepare_inputs vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.execute_model vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.propose_draft_token_ids", "No persistent InputBatch, CUDA graphs or async scheduling; the flattened batch is rebuilt every step; sampling and drafting happen inside `execute_model`; the drafter is built from the speculative config as in GPUModelRunner.__init__, and `propose_draft_token_ids` dispatches by method", beyond="`verification_log` records every verification (chapters 3-4); logprobs under speculation for every emitted token"),
     R("minispec/compilation/aot.py", NONE, "A batch-1 drafting call exported (`torch.export`) and compiled by AOTInductor into a shared library: one call a step, without Dynamo's guards, AOTAutograd's and Inductor's Python wrappers, or the package's per-call spec parsing (minispec calls the loader's `boxed_run`); fixed input shapes, anything else takes `torch.compile`'s graph. Used for Medusa's heads and an EAGLE head's one-request drafting call (sizes within ranges, its KV cache written in place); vLLM replays a CUDA graph per drafting step on a GPU and has no counterpart on a CPU"),
-    R("minispec/compilation/decorators.py", "vllm/compilation/decorators.py::support_torch_compile vllm/compilation/wrapper.py vllm/platforms/cpu.py::CpuPlatform.check_and_update_config vllm/model_executor/layers/utils.py::dispatch_cpu_unquantized_gemm", "`torch.compile(dynamic=True)` on the model's forward only (compute_logits and EAGLE-3's combine_hidden_states stay eager on packed weights, as vLLM's LogitsProcessor runs outside the compiled model), with Dynamo's guards on the call's arguments and shapes only (`skip_module_and_global_guards` drops those on modules and globals; vLLM's wrapper.py drops every guard but the shape ones, since its graphs have no 0/1 variants); Inductor's freezing packs the linear weights (vLLM prepacks them for oneDNN at load); compilation_config's `inductor_compile_config` passed to torch.compile as its options (vLLM's CPU platform also sets dce, epilogue_fusion and cpp.dynamic_threads; minispec adds none to the forward's); no CUDA graphs, no compile cache, no piecewise split around attention; minispec's default is `enforce_eager=True` (vLLM's is False) because an engine compiles in 30 to 90 s on a 2-core CPU", beyond="A private copy of the forward's code per model instance, so a call checks only its own model's graphs; `one_row_options` for a batch-1 drafting call compiled whole (a draft model's greedy steps, an EAGLE head's greedy chain): freezing off and Inductor's `decompose_mm_pass` on, so each one-row product becomes Inductor's own fused loop instead of a library call; `one_request_tree_options` for one request's EAGLE tree compiled whole: Inductor's C++ GEMMs (`max_autotune`) in float32, which vLLM's CPU defaults leave off; `int8_network_options` for a drafter with int8 layers: freezing off and `-ffp-contract=fast` (Inductor's default is off)"),
-    R("minispec/worker/kv_cache.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.initialize_kv_cache vllm/v1/core/kv_cache_utils.py", "The caches sized from a byte budget (no memory profiling), one [2, num_blocks * block_size, kv_heads, head_dim] tensor (keys, values) per layer, flat slots rather than vLLM's [num_blocks, block_size] split; a check that the machine has the memory"),
+    R("minispec/compilation/draft_model_steps.py", NONE, "A compiled draft model's greedy drafting call as one graph (`GreedyStepsInOneGraph`, installed as `compiled_propose`): the first forward and the one-token steps with their logits and argmax; at batch 1 the positions, slots and masks built inside the graph", beyond="vLLM v0.32.0 loops in Python and replays a CUDA graph per step"),
+    R("minispec/compilation/eagle_drafting.py", NONE, "A compiled EAGLE head's drafting call as one graph (`EagleInOneGraph`, installed as `compiled_propose`): the first pass, every depth with its logits and top_k, and an EAGLE-2 tree's pruning as comparisons of every pair instead of sorts; for one request the metadata built in the graph, and on a CPU the graph compiled ahead of time", beyond="vLLM v0.32.0 replays a CUDA graph per drafting depth"),
+    R("minispec/compilation/medusa_drafting.py", NONE, "Compiled Medusa heads' drafting call as one graph per call (`MedusaInOneGraph`, installed as `compiled_propose`): the heads, their top-k, the map to target ids and the tree's order; at batch 1 on a CPU compiled ahead of time", beyond="vLLM v0.32.0 compiles the heads' forward only"),
+    R("minispec/compilation/decorators.py", "vllm/compilation/decorators.py::support_torch_compile vllm/compilation/wrapper.py vllm/platforms/cpu.py::CpuPlatform.check_and_update_config vllm/model_executor/layers/utils.py::dispatch_cpu_unquantized_gemm", "`torch.compile(dynamic=True)` on the model's forward only (compute_logits and EAGLE-3's combine_hidden_states stay eager on packed weights, as vLLM's LogitsProcessor runs outside the compiled model), with Dynamo's guards on the call's arguments and shapes only (`skip_module_and_global_guards` drops those on modules and globals; vLLM's wrapper.py drops every guard but the shape ones, since its graphs have no 0/1 variants); Inductor's freezing packs the linear weights (vLLM prepacks them for oneDNN at load); compilation_config's `inductor_compile_config` passed to torch.compile as its options (vLLM's CPU platform also sets dce, epilogue_fusion and cpp.dynamic_threads; minispec adds none to the forward's); no CUDA graphs, no compile cache, no piecewise split around attention; minispec's default is `enforce_eager=True` (vLLM's is False) because compiling each engine that a chapter or a test builds takes long on a small CPU", beyond="A private copy of the forward's code per model instance, so a call checks only its own model's graphs; `one_row_options` for a batch-1 drafting call compiled whole (a draft model's greedy steps, an EAGLE head's greedy chain): freezing off and Inductor's `decompose_mm_pass` on, so each one-row product becomes Inductor's own fused loop instead of a library call; `one_request_tree_options` for one request's EAGLE tree compiled whole: Inductor's C++ GEMMs (`max_autotune`) in float32, which vLLM's CPU defaults leave off; `int8_network_options` for a drafter with int8 layers: freezing off and `-ffp-contract=fast` (Inductor's default is off)"),
+    R("minispec/compilation/seams.py", "vllm/compilation/decorators.py::support_torch_compile", "The one module the model runner imports from compilation/: compile a network's forward, and install a compiled drafter's faster drafting call"),
+    R("minispec/core/kv_cache_utils.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.initialize_kv_cache vllm/v1/core/kv_cache_utils.py", "The caches sized from a byte budget (no memory profiling), one [2, num_blocks * block_size, kv_heads, head_dim] tensor (keys, values) per layer, flat slots rather than vLLM's [num_blocks, block_size] split; a check that the machine has the memory"),
     R("minispec/worker/tree_verification.py", "vllm/v1/worker/gpu_model_runner.py::GPUModelRunner", "A mixin of ModelRunner: the greedy walk of every request's tree as numpy array ops on the host (as vLLM builds attention metadata), sampled walks per request, and KV compaction by slot copies", beyond="Verifies token trees (Medusa and EAGLE trees, greedy or sampled); v0.32.0 has no tree verification (last in v0.20.2)", ref="Medusa `medusa/model/utils.py` (`tree_decoding`, `evaluate_posterior`)"),
     R("minispec/attention/paged_attention.py", "vllm/v1/attention/backends/flash_attn.py::FlashAttentionImpl vllm/v1/attention/backends/cpu_attn.py vllm/_custom_ops.py::reshape_and_cache_flash", "Gathers each request's keys into a padded batch and calls `scaled_dot_product_attention` with a boolean mask (causal, or a tree mask among the new tokens), instead of a paged-attention kernel; the gathers and cache writes are `index_select` / `index_copy_` (a batch of one request whose blocks are consecutive attends to a view of the cache instead, in an eager forward, as vLLM's CPU kernel reads its paged cache in place); when every request has the same number of new tokens (`is_uniform_decode`, vLLM's notion of a uniform decode batch) the queries are a reshape, not a gather; a compiled graph with one or two queries per request (a drafter's steps, a decode step) writes attention as products and sums that Inductor runs in its own loops (`attention_in_loops`), where vLLM's CPU backend calls its one kernel, `cpu_attention_with_kv_cache`", beyond="Custom (tree) masks over a request's new tokens; v0.32.0 ships no tree attention backend. `causal_metadata(last_query_only=True)`: every new token writes its key and value, only each request's last token queries (an EAGLE head's first pass)"),
     R("minispec/model_executor/model_loader.py", "vllm/model_executor/model_loader/default_loader.py::DefaultModelLoader vllm/model_executor/model_loader/weight_utils.py::safetensors_weights_iterator", "Local folders only (and `zoo:` names), safetensors only (sharded or not); nothing is downloaded"),
     R("minispec/model_executor/layers/quantization/int8.py", "vllm/config/quantization.py vllm/model_executor/layers/quantization/online/int8.py::Int8OnlineMoEMethod._quantize_weights vllm/config/speculative.py::SpeculativeConfig", "speculative_config `quantization` takes one value, vLLM's online shorthand `int8_per_channel_weight_only`, with its per-row rule (scale = max |w| / 127, round, clamp to [-127, 127]); no quantized checkpoints, no other method, no activation quantization", beyond="vLLM v0.32.0 applies that shorthand to MoE experts only and leaves linear layers unquantized; minispec applies it to every linear layer of the drafter's own network (a draft model, an EAGLE head, Medusa's heads), never the target's. Products: PyTorch's int8 CPU kernel (`_weight_int8pack_mm`, bfloat16 activations and scales, input widths a multiple of 32), and in a compiled batch-1 drafting call (up to four rows) a multiply-and-sum in float32 that Inductor turns into loops reading the int8 weight, one sum per row and per block of outputs (four sums to a loop where rows are 384 wide or more; an exported first pass's symbolic row count padded with zero rows to its bound, all rows in one loop), the result rounded to the activations' dtype once; such a network compiles with freezing off and its C++ allowed to contract a multiply and an add into an FMA (`cpp.enable_floating_point_contract_flag`)"),
     R("minispec/model_executor/layers/utils.py", "vllm/model_executor/layers/utils.py::dispatch_cpu_unquantized_gemm vllm/model_executor/layers/utils.py::cpu_unquantized_gemm", "float32 and bfloat16 nn.Linear layers (bfloat16 where oneDNN has bfloat16 kernels: AVX-512, AMX or AVX-NE-CONVERT), through PyTorch's own oneDNN ops (`torch.ops.mkldnn._reorder_linear_weight`, `_linear_pointwise`) instead of vLLM's `_C` extension; no sgl-kernel path for small bfloat16 weights on AMX, no zentorch; in compiled engines only for the layers outside the compiled forward (inside, Inductor's freezing packs them)", beyond="The pack is built at a layer's first call and rebuilt when the weight is replaced or changed in place, and the original weight is kept; tests hold the packed rows bitwise independent of the batch; `min_rows` / `min_weight_numel` give the faster mix that bench.linear measures (and the engine does not use)"),
+    R("minispec/model_executor/layers/rotary_embedding.py", "vllm/model_executor/layers/rotary_embedding/base.py::RotaryEmbedding", "Rotate-half RoPE without scaling variants; cos and sin as one full-width table, its lookup shared by the layers of one eager forward (`share_lookup`)"),
     R("minispec/model_executor/models/llama.py", "vllm/model_executor/models/llama.py::LlamaForCausalLM vllm/model_executor/models/qwen2.py vllm/model_executor/models/qwen3.py", "Plain nn.Linear (no tensor parallelism; no quantisation but a drafter's int8 layers, speculative_config `quantization`); a decoder layer can stop at some rows after its keys and values (`output_rows`, an EAGLE head's first pass); default RoPE only; Llama, Qwen2 and Qwen3 switched by the config; the MLP's SiLU-and-multiply as two PyTorch ops, the product in place outside autograd (vLLM: one `silu_and_mul` kernel, `vllm/model_executor/layers/activation.py::SiluAndMul`); RoPE's table lookup done once per eager forward and shared by the layers (`RotaryEmbedding.share_lookup`; vLLM's `rotary_embedding` kernel reads its cache per layer)"),
     R("minispec/model_executor/models/llama_eagle.py", "vllm/model_executor/models/llama_eagle.py::EagleLlamaForCausalLM", "One draft layer on minispec's paged attention; lm_head (and, unless the checkpoint has its own, embed_tokens) borrowed from the target; no tensor parallelism; no quantisation but int8 layers (speculative_config `quantization`)", beyond="`set_draft_vocab`: logits over a subset of the target's vocabulary (FR-Spec), with EAGLE-3's `d2t` convention, never saved with the head", ref="SafeAILab/EAGLE `eagle/model/cnets1.py`"),
     R("minispec/model_executor/models/llama_eagle3.py", "vllm/model_executor/models/llama_eagle3.py::Eagle3LlamaForCausalLM", "One `midlayer`; logits stay in the draft vocabulary and ids go through `d2t` (vLLM scatters logits to the full vocabulary); no parallel drafting", ref="SafeAILab/EAGLE `eagle/model/cnets.py`"),
@@ -141,12 +147,13 @@ ROWS: list[Row] = [
     R("minispec/spec_decode/metadata.py", "vllm/v1/spec_decode/metadata.py::SpecDecodeMetadata vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._calc_spec_decode_metadata", "The builder `calc_spec_decode_metadata` takes the draft ids directly instead of gathering them from input_ids; index lists built per request in Python on the host (vLLM: numpy), then copied to the device", v0="vllm/spec_decode/interfaces.py"),
     R("minispec/spec_decode/metrics.py", "vllm/v1/spec_decode/metrics.py::SpecDecodingStats vllm/v1/spec_decode/metrics.py::SpecDecodingLogging", "Counters, per-position draft counts and derived rates; `log_line` is SpecDecodingLogging's line (rates to 3 decimals); `prometheus_counters()` gives the values under vLLM's Prometheus names (no Prometheus client)", beyond="V0's `draft_acceptance_rate` and `system_efficiency`; per-depth counters and nodes per step for trees", v0="vllm/spec_decode/metrics.py"),
     # ---- speculative decoding: proposers ---------------------------------------------------------------------
-    R("minispec/spec_decode/ngram_proposer.py", "vllm/v1/spec_decode/ngram_proposer.py::NgramProposer", "A Z-function over the reversed tokens in plain Python / numpy instead of a numba scan; one request at a time, no threads", v0="vllm/spec_decode/ngram_worker.py"),
-    R("minispec/spec_decode/draft_model.py", "vllm/v1/spec_decode/draft_model.py::DraftModelProposer vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer", "Runs the draft through minispec's own model runner with its own paged cache; draft-side KV rollback by comparing cached and accepted tokens; `draft_sample_method` greedy (default) or probabilistic, as vLLM's; drafts k whatever max_tokens says", beyond="A compiled draft model runs a greedy drafting call, its first forward and one-token steps with their logits and argmax, as one compiled graph (`greedy_steps`; vLLM loops and replays a CUDA graph per step); for one request the graph also builds the call's metadata from the block ids (`greedy_steps_one_request`)", v0="vllm/spec_decode/multi_step_worker.py vllm/spec_decode/draft_model_runner.py"),
+    R("minispec/spec_decode/ngram_proposer.py", "vllm/v1/spec_decode/ngram_proposer.py::NgramProposer", "vLLM's KMP-style scan over the reversed tokens, function for function (`batch_propose`, `batch_propose_numba`, `_find_longest_matched_ngram_and_propose_tokens`), in plain Python instead of numba: serial, no threads; `propose` takes each request's tokens", v0="vllm/spec_decode/ngram_worker.py"),
+    R("minispec/spec_decode/llm_base_proposer.py", "vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.propose vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.set_inputs_first_pass vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer._sample_draft_tokens", "The drafting loop of the draft model (and, next, EAGLE): one causal first pass over each request's uncached entries, then one-token steps whose positions, slots and masks are built once per call (`DecodeSteps`); requests arrive with their new tokens, not as the target's flattened batch; no padding, no CUDA graphs; a compiled drafter may install a faster call of the same drafts at one seam (`compiled_propose`)"),
+    R("minispec/spec_decode/draft_model.py", "vllm/v1/spec_decode/draft_model.py::DraftModelProposer", "A thin subclass of SpecDecodeBaseProposer, as vLLM's; its own paged cache, rolled back by comparing cached and accepted tokens (vLLM's draft shares the target's block table); no heterogeneous vocabularies; `draft_sample_method` greedy (default) or probabilistic; drafts k whatever max_tokens says"),
     R("minispec/spec_decode/medusa.py", "vllm/v1/spec_decode/medusa.py::MedusaProposer", "Reads the hidden state at each request's last accepted token, handed over by the model runner; ranks over the draft vocabulary, then maps ids through `token_map` (vLLM ranks -inf-filled full-vocabulary logits)", beyond="Medusa's tree mode (top-k per head placed by `tree_indices`); vLLM drafts a chain (each head's argmax); speculative_config `draft_vocab_size` (FR-Spec) on heads that share one projection; compiled heads draft in one graph per call (heads, top-k, id mapping, tree order: `draft_token_ids`), at batch 1 on a CPU compiled ahead of time by AOTInductor (vLLM compiles the heads' forward and takes each argmax eagerly)", v0="vllm/spec_decode/medusa_worker.py", ref="FasterDecoding/Medusa `medusa/model/utils.py` (`generate_candidates`)"),
-    R("minispec/spec_decode/eagle.py", "vllm/v1/spec_decode/eagle.py::EagleProposer vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.propose", "The draft's KV cache is its own paged cache; every depth of drafting is one batched forward (a chain through the draft model's precomputed one-token steps, a tree with a tensor-built tree mask, each depth's keys built on the host with numpy; no CUDA graphs, no padded batch); target features kept per request until used; `draft_sample_method` as vLLM's", beyond="Static and EAGLE-2 dynamic draft trees (v0.32.0 drafts chains only). The first pass runs past fc and the qkv product only at each request's last entry (vLLM runs every entry through the head and keeps the last rows); a compiled head drafts each call in one graph, which for one request builds its own metadata from the block ids and on a CPU is compiled ahead of time by AOTInductor", v0="vllm/spec_decode/multi_step_worker.py"),
+    R("minispec/spec_decode/eagle.py", "vllm/v1/spec_decode/eagle.py::EagleProposer", "A thin subclass of SpecDecodeBaseProposer that passes hidden states to the model, as vLLM's; a chain runs the base's loop. The head keeps its own paged KV cache and commits entries as the target's features arrive; `draft_sample_method` as vLLM's", beyond="Trees (eagle_tree.py). The first pass runs past fc and the qkv product only at each request's last entry (`last_query_only`; vLLM runs every entry through the head and keeps the last rows)"),
     R("minispec/spec_decode/draft_vocab.py", NONE, "speculative_config `draft_vocab_size` for EAGLE-1 heads and Medusa heads with one shared projection: the most frequent tokens of the head folder's token_counts.json, ranked", beyond="FR-Spec's frequency-ranked draft vocabulary for heads that share the target's lm_head or a copy of it (v0.32.0 has a draft vocabulary only where the checkpoint fixes it: EAGLE-3's `d2t`, Medusa's `token_map`)", ref="thunlp/FR-Spec (Zhao et al., 2025)"),
-    R("minispec/spec_decode/eagle_tree.py", NONE, "Static trees from rank paths and EAGLE-2 dynamic trees (total_tokens, depth, top_k), every depth batched over requests with tensor ops, the best nodes kept and renumbered on the host (or, in a compiled head's graph, with comparisons of every pair instead of sorts); every step's tree (and EAGLE-2's expansion before pruning) can be kept for inspection", beyond="EAGLE-2 dynamic trees (no vLLM release has them); static trees (vLLM's `propose_tree`, last in v0.20.2)", ref="SafeAILab/EAGLE `eagle/model/cnets.py` (`topK_genrate`)"),
+    R("minispec/spec_decode/eagle_tree.py", NONE, "Static trees from rank paths and EAGLE-2 dynamic trees (total_tokens, depth, top_k), every depth one batched forward over all requests with a tensor-built tree mask, the best nodes kept and renumbered on the host; every step's tree (and EAGLE-2's expansion before pruning) can be kept for inspection", beyond="EAGLE-2 dynamic trees (no vLLM release has them); static trees (vLLM's `propose_tree`, last in v0.20.2)", ref="SafeAILab/EAGLE `eagle/model/cnets.py` (`topK_genrate`)"),
     R("minispec/spec_decode/tree.py", NONE, "A tree is a parent list; ancestor masks from the parents as bitsets (one integer operation per node), the greedy walk as numpy array ops on the host, one step per tree level; retrieve and tree indices; the accepted path's KV copied onto consecutive slots (`compact_kv_cache`)", beyond="Token trees (vLLM's string-of-tuples syntax is accepted); v0.32.0 has neither `speculative_token_tree` nor a tree attention backend", ref="FasterDecoding/Medusa `medusa/model/utils.py` (`generate_medusa_buffers`)"),
     # ---- teaching helpers (no counterpart) ----------------------------------------------------------------------
     R("minispec/concordance.py", NONE, "This table as data: rows, permalinks, the markdown generator and its staleness check (chapter 7)"),
@@ -162,7 +169,7 @@ ROWS: list[Row] = [
     R("minispec/teach/lifecycle.py", NONE, "Drives an engine step by step and records every request's status (WAITING, RUNNING, PREEMPTED, FINISHED_*) from `llm.llm_engine.scheduler` (chapter 7)"),
     R("minispec/teach/exercises/__init__.py", NONE, "The exercise registry of all chapters: `check(key, answer)` in a notebook cell, solutions behind `show_solution(key)`"),
     R("minispec/teach/exercises/ch00.py", NONE, "Chapter 0's exercises: reading the SpecDecoding log line (the counters of `vllm/v1/spec_decode/metrics.py`)"),
-    R("minispec/teach/exercises/ch01.py", NONE, "Chapter 1's exercises: ridge point, memory-bound tokens, KV bytes, from `minispec.bench.accelerators`"),
+    R("minispec/teach/exercises/ch01.py", NONE, "Chapter 1's exercises: ridge point, memory-bound tokens, KV bytes, from `minispec.teach.accelerators`"),
     R("minispec/teach/exercises/ch02.py", NONE, "Chapter 2's exercises: acceptance probability, tokens per step, ideal speedup, acceptance rate; write accept/residual for one position (checked against `minispec.teach.toy`); break losslessness by reporting a wrong q (chi-square)"),
     R("minispec/viz/sampler.py", NONE, "Chapter 6's figures: sampler stages as small multiples, min-p's order, the exponential race, SamplingMetadata as a table, the rejection sampler's output grid and parse_output, program grids and tiles, GPU timings against the memory floor"),
     R("minispec/teach/medusa_accuracy.py", NONE, "Medusa head accuracy per head and rank on held-out zoo text, hidden states from minispec's own model (chapter 3)"),
@@ -189,7 +196,7 @@ ROWS: list[Row] = [
     R("minispec/viz/components.py", NONE, "Chapter 7's figures: minispec's tree beside vLLM V1's and V0's, the searchable concordance, scoring times, the call tree of one step, a request lifecycle"),
     # ---- benchmarks (no counterpart file, or vLLM's benchmark CLI) ------------------------------------------------
     R("minispec/bench/roofline.py", NONE, "Chapter 1's microbenchmarks: decode-like matmul t(M) per dtype, read and copy bandwidth, peak FLOP/s, arithmetic intensity, CPU bf16-instruction detection; best-of-repeats timing"),
-    R("minispec/bench/accelerators.py", NONE, "Datasheet roofs of four GPUs and Llama shapes; a decode step as max((weights + KV) / bandwidth, 2 params tokens / peak), KV bytes 2 x layers x kv_heads x head_dim x bytes x context x batch, capacity check at `gpu_memory_utilization`"),
+    R("minispec/teach/accelerators.py", NONE, "Datasheet roofs of four GPUs and Llama shapes; a decode step as max((weights + KV) / bandwidth, 2 params tokens / peak), KV bytes 2 x layers x kv_heads x head_dim x bytes x context x batch, capacity check at `gpu_memory_utilization`"),
     R("minispec/bench/model_forward.py", NONE, "Times one forward over M new tokens on a cached context through the model runner (chapter 1's curve), and splits the one-token forward into its matmuls alone, the rest alone and what they cost together"),
     R("minispec/bench/linear.py", NONE, "Times each linear-layer shape, and a whole forward, with F.linear, with every matmul on packed oneDNN weights (the engine's dispatch) and with the faster mix that packs only multi-row calls of larger weights"),
     R("minispec/bench/engine.py", "vllm/benchmarks/throughput.py", "Decode tokens/s against transformers' `generate` in the same process, as a ratio"),
@@ -205,10 +212,12 @@ ROWS: list[Row] = [
     R("minispec/bench/gpu_all.py", NONE, "One command for a lent GPU: kernel checks and timings, roofline, forward times, CUDA exactness of every speculative method"),
     R("minispec/bench/vs_vllm.py", NONE, "Runs minispec and real vLLM (CPU build in .venv-vllm, subprocess `peer/vllm_job.py --serve`) on the same prompts and speculative_config, both loaded side by side and taking turns call by call: tokens, every verification step, counters, log line, metric names, tok/s"),
     R("minispec/bench/taxonomy.py", "vllm/benchmarks/datasets/datasets.py", "A mini Spec-Bench (vLLM's `SpecBench` dataset class): every method on one API and one held-out prompt set in four task categories (code, copy-heavy edit, docstring to code, free text) at batch 1 and larger; E, tokens per forward, nodes, draft and verification cost, tok/s, speedup, what each method needs"),
-    R("minispec/bench/projection.py", NONE, "Beyond vLLM: the measured acceptance per depth carried onto an H100 / H200 roofline for a 7B-class target at batch 1..256 (where speculation stops paying), drafters sized for it, every assumption printed; GPU measurements in docs/data replace it"),
+    R("minispec/teach/taxonomy.py", NONE, "Chapter 5's methods (one speculative config each) and its workload: held-out prompts in four categories; bench.taxonomy runs them"),
+    R("minispec/teach/projection.py", NONE, "Beyond vLLM: the measured acceptance per depth carried onto an H100 / H200 roofline for a 7B-class target at batch 1..256 (where speculation stops paying), drafters sized for it, every assumption printed; GPU measurements in docs/data replace it"),
     # ---- the model zoo (no counterpart: vLLM serves models trained elsewhere) --------------------------------------
     R("minispec/zoo/__init__.py", NONE, "`zoo.path(name)` and `zoo.resolve(\"zoo:target\")`: models shipped inside the package, so nothing downloads"),
     R("minispec/zoo/configs.py", NONE, "Two fixed Llama shapes (target and a much cheaper draft)", ref="transformers `models/llama/configuration_llama.py`"),
+    R("minispec/zoo/trees.py", NONE, "The Medusa token trees used with the zoo's heads, in vLLM's string-of-tuples syntax", ref="FasterDecoding/Medusa `medusa/model/medusa_choices.py`"),
     R("minispec/zoo/corpus.py", NONE, "Training text is the interpreter's own standard library source; the held-out split fixed by sha256 of each file's path; deterministic code-completion prompts"),
     R("minispec/zoo/tokenizer.py", NONE, "One 4096-entry byte-level BPE shared by every zoo model, saved as a PreTrainedTokenizerFast"),
     R("minispec/zoo/train.py", NONE, "Time-boxed CPU training of the target and a draft distilled from it, with transformers' LlamaForCausalLM"),
@@ -353,6 +362,161 @@ V1_TREE_SKIPPED_SUBDIRS = {"vllm/v1/worker/": ("gpu", "cpu", "sentinel")}
 
 
 # ---- lookups -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FunctionPair:
+    """One vLLM v0.32.0 function beside minispec's (`minispec` "" when minispec has none, with the reason)."""
+
+    vllm: VllmRef
+    minispec: str  # "path::symbol", or "" for none
+    note: str
+
+
+def F(vllm: str, minispec: str, note: str = "") -> FunctionPair:
+    return FunctionPair(VllmRef.parse(vllm), minispec, note)
+
+
+_RS, _SM, _BP = (
+    "vllm/v1/sample/rejection_sampler.py",
+    "vllm/v1/sample/sampler.py",
+    "vllm/v1/spec_decode/llm_base_proposer.py",
+)
+_SCH, _MR = "vllm/v1/core/sched/scheduler.py", "vllm/v1/worker/gpu_model_runner.py"
+# The main pairs, function by function: a reader looks up vLLM's function and finds minispec's.
+FUNCTIONS: list[FunctionPair] = [
+    F(f"{_RS}::RejectionSampler.forward", "minispec/sample/rejection_sampler.py::RejectionSampler.forward"),
+    F(
+        f"{_RS}::RejectionSampler.parse_output",
+        "minispec/sample/rejection_sampler.py::RejectionSampler.parse_output",
+    ),
+    F(
+        f"{_RS}::RejectionSampler.apply_logits_processors",
+        "minispec/sample/rejection_sampler.py::RejectionSampler.apply_logits_processors",
+    ),
+    F(f"{_RS}::rejection_sample", "minispec/sample/rejection_sampler.py::rejection_sample"),
+    F(
+        f"{_RS}::apply_sampling_constraints",
+        "minispec/sample/rejection_sampler.py::apply_sampling_constraints",
+    ),
+    F(f"{_RS}::expand_batch_to_tokens", "minispec/sample/rejection_sampler.py::expand_batch_to_tokens"),
+    F(f"{_RS}::generate_uniform_probs", "minispec/sample/rejection_sampler.py::generate_uniform_probs"),
+    F(f"{_RS}::sample_recovered_tokens", "minispec/sample/rejection_sampler.py::sample_recovered_tokens"),
+    F(
+        f"{_RS}::rejection_greedy_sample_kernel",
+        "kernels/rejection_sampler.py::rejection_greedy_sample_kernel",
+        "Triton; PyTorch reference `rejection_greedy_sample_ref`",
+    ),
+    F(
+        f"{_RS}::rejection_random_sample_kernel",
+        "kernels/rejection_sampler.py::rejection_random_sample_kernel",
+        "Triton; PyTorch reference `rejection_random_sample_ref`",
+    ),
+    F(
+        f"{_RS}::sample_recovered_tokens_kernel",
+        "kernels/rejection_sampler.py::sample_recovered_tokens_kernel",
+        "Triton; PyTorch reference `sample_recovered_tokens_ref`",
+    ),
+    F(f"{_SM}::Sampler.forward", "minispec/sample/sampler.py::Sampler.forward"),
+    F(f"{_SM}::Sampler.apply_temperature", "minispec/sample/sampler.py::Sampler.apply_temperature"),
+    F(f"{_SM}::Sampler.greedy_sample", "minispec/sample/sampler.py::Sampler.greedy_sample"),
+    F(f"{_SM}::Sampler.sample", "minispec/sample/sampler.py::Sampler.sample"),
+    F(
+        f"{_SM}::Sampler.compute_logprobs",
+        "minispec/sample/logprobs.py::compute_logprobs",
+        "a module function",
+    ),
+    F(f"{_SM}::Sampler.gather_logprobs", "minispec/sample/logprobs.py::gather_logprobs", "a module function"),
+    F(
+        f"{_SM}::Sampler.apply_logits_processors",
+        "minispec/sample/sampler.py::Sampler.apply_logits_processors",
+    ),
+    F(f"{_SM}::Sampler.apply_penalties", "minispec/sample/ops/penalties.py::apply_all_penalties"),
+    F(
+        "vllm/v1/sample/ops/topk_topp_sampler.py::apply_top_k_top_p",
+        "minispec/sample/ops/topk_topp_sampler.py::apply_top_k_top_p",
+    ),
+    F(
+        "vllm/v1/sample/ops/topk_topp_sampler.py::random_sample",
+        "minispec/sample/ops/topk_topp_sampler.py::random_sample",
+    ),
+    F(
+        f"{_BP}::SpecDecodeBaseProposer.propose",
+        "minispec/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.propose",
+        "prepare_batch, then the drafting loop `_draft_chain`, then finish_batch",
+    ),
+    F(
+        f"{_BP}::SpecDecodeBaseProposer.set_inputs_first_pass",
+        "minispec/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.set_inputs_first_pass",
+    ),
+    F(
+        f"{_BP}::SpecDecodeBaseProposer._sample_draft_tokens",
+        "minispec/spec_decode/llm_base_proposer.py::sample_draft_token_ids",
+        "a module function",
+    ),
+    F(
+        f"{_BP}::SpecDecodeBaseProposer._update_positions_dependent_metadata",
+        "minispec/spec_decode/llm_base_proposer.py::DecodeSteps.metadata",
+        "every step's positions, slots and masks built once per call (`DecodeSteps.build`)",
+    ),
+    F(
+        f"{_BP}::SpecDecodeBaseProposer.load_model",
+        "minispec/spec_decode/eagle.py::EagleProposer.from_config",
+        "each proposer loads its own network in `from_config`",
+    ),
+    F(
+        f"{_BP}::SpecDecodeBaseProposer.prepare_inputs",
+        "",
+        "the drafter keeps its own cache and state: rejected entries are overwritten (`EagleProposer.prepare_batch`, `DraftState.rollback_to`)",
+    ),
+    F(f"{_BP}::SpecDecodeBaseProposer.dummy_run", "", "no CUDA graphs to capture"),
+    F("vllm/v1/spec_decode/eagle.py::EagleProposer", "minispec/spec_decode/eagle.py::EagleProposer"),
+    F(
+        "vllm/v1/spec_decode/draft_model.py::DraftModelProposer",
+        "minispec/spec_decode/draft_model.py::DraftModelProposer",
+    ),
+    F(
+        "vllm/v1/spec_decode/ngram_proposer.py::NgramProposer.batch_propose",
+        "minispec/spec_decode/ngram_proposer.py::NgramProposer.batch_propose",
+    ),
+    F(
+        "vllm/v1/spec_decode/ngram_proposer.py::batch_propose_numba",
+        "minispec/spec_decode/ngram_proposer.py::batch_propose_numba",
+        "plain Python, no numba",
+    ),
+    F(
+        "vllm/v1/spec_decode/ngram_proposer.py::_find_longest_matched_ngram_and_propose_tokens",
+        "minispec/spec_decode/ngram_proposer.py::_find_longest_matched_ngram_and_propose_tokens",
+    ),
+    F(f"{_SCH}::Scheduler.schedule", "minispec/core/sched/scheduler.py::Scheduler.schedule"),
+    F(
+        f"{_SCH}::Scheduler.update_from_output",
+        "minispec/core/sched/scheduler.py::Scheduler.update_from_output",
+    ),
+    F(f"{_SCH}::Scheduler._preempt_request", "minispec/core/sched/scheduler.py::Scheduler._preempt"),
+    F(f"{_SCH}::Scheduler.add_request", "minispec/core/sched/scheduler.py::Scheduler.add_request"),
+    F(f"{_SCH}::Scheduler.finish_requests", "minispec/core/sched/scheduler.py::Scheduler.finish_requests"),
+    F(f"{_SCH}::Scheduler._free_request", "minispec/core/sched/scheduler.py::Scheduler._free"),
+    F(
+        f"{_MR}::GPUModelRunner._prepare_inputs",
+        "minispec/worker/model_runner.py::ModelRunner._prepare_inputs",
+    ),
+    F(
+        f"{_MR}::GPUModelRunner._calc_spec_decode_metadata",
+        "minispec/spec_decode/metadata.py::calc_spec_decode_metadata",
+        "a module function",
+    ),
+    F(
+        f"{_MR}::GPUModelRunner.execute_model",
+        "minispec/worker/model_runner.py::ModelRunner.execute_model",
+        "with `sample_tokens` folded in",
+    ),
+    F(
+        f"{_MR}::GPUModelRunner.propose_draft_token_ids",
+        "minispec/worker/model_runner.py::ModelRunner.propose_draft_token_ids",
+    ),
+    F(f"{_MR}::GPUModelRunner.initialize_kv_cache", "minispec/core/kv_cache_utils.py::allocate_for_model"),
+]
+
+
 def row_for(minispec_path: str) -> Row:
     for row in ROWS:
         if row.minispec == minispec_path:
@@ -424,6 +588,7 @@ def missing_vllm_refs(base: Path) -> list[str]:
     refs = [ref for row in ROWS for ref in row.vllm]
     refs += [ref for d in KNOWN_DIFFERENCES for ref in d.vllm]
     refs += [ref for f in V0_LAYOUT for ref in f.v1_home]
+    refs += [pair.vllm for pair in FUNCTIONS]
     missing = []
     for ref in refs:
         path = base / ref.path
@@ -432,6 +597,17 @@ def missing_vllm_refs(base: Path) -> list[str]:
         elif ref.symbol and not symbol_defined(path.read_text(), ref.symbol):
             missing.append(f"{ref.path}::{ref.symbol}")
     return sorted(set(missing))
+
+
+def missing_minispec_functions(root: Path = REPO_ROOT) -> list[str]:
+    """Every minispec "path::symbol" of FUNCTIONS that is not defined there."""
+    missing = []
+    for pair in FUNCTIONS:
+        if pair.minispec:
+            path, _, symbol = pair.minispec.partition("::")
+            if not (root / path).is_file() or not symbol_defined((root / path).read_text(), symbol):
+                missing.append(pair.minispec)
+    return missing
 
 
 # ---- markdown ------------------------------------------------------------------------------------------------
@@ -470,8 +646,8 @@ def to_markdown() -> str:
         f"minispec mirrors **vLLM {VLLM_VERSION}**. Each row maps one minispec module to the files of that",
         "release it follows; links are permalinks to the release tag. Rows whose vLLM column says *none* are",
         "teaching, benchmark, figure or zoo modules with no counterpart, and say what they are for. V0 paths",
-        f"name vLLM {V0_VERSION}, the last release with V0's `vllm/spec_decode/` (removed by PR #21152 in July",
-        "2025, absent from v0.10.0). This page is generated from `minispec/concordance.py`;",
+        f"name vLLM {V0_VERSION}, the last release with V0's `vllm/spec_decode/` (removed by PR #21152, absent",
+        "from v0.10.0). This page is generated from `minispec/concordance.py`;",
         "`python -m minispec.concordance --check docs/concordance.md` fails when it is stale.",
         "",
         f"| minispec | vLLM {VLLM_VERSION} | what minispec simplifies (or, without a counterpart, what it is for) |",
@@ -479,6 +655,11 @@ def to_markdown() -> str:
     ]
     for row in ROWS:
         lines.append(f"| `{row.minispec}` | {_cell(_vllm_cell(row))} | {_cell(row.simplifies)} |")
+    lines += ["", "## Function by function", ""]
+    lines += [f"| vLLM {VLLM_VERSION} | minispec | note |", "|---|---|---|"]
+    for pair in FUNCTIONS:
+        mine = f"`{pair.minispec}`" if pair.minispec else "none"
+        lines.append(f"| {_cell(refs_markdown((pair.vllm,)))} | {_cell(mine)} | {_cell(pair.note)} |")
     lines += ["", "## Where minispec goes beyond vLLM", ""]
     lines += [f"- `{row.minispec}`: {row.beyond}." for row in ROWS if row.beyond]
     lines += ["", f"## Known differences from {VLLM_VERSION}", ""]

@@ -11,75 +11,20 @@ replaced: 0 is not "use the default", only None is.
 from __future__ import annotations
 
 import ast
-import numbers
-import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from minispec.utils import SEED_RANGE, check_int, check_path, check_real, is_int, is_real, type_error
 
 SPEC_METHODS = ("ngram", "draft_model", "medusa", "eagle", "eagle3")
 FUTURE_SPEC_METHODS: tuple[str, ...] = ()
 TREE_METHODS = ("medusa", "eagle", "eagle3")
 ACCEPTANCE_METHODS = ("rejection_sampler", "typical_acceptance_sampler")
 DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")  # vLLM v0.32.0's DraftSampleMethod
-SEED_RANGE = (-(2**63), 2**64)  # what torch.Generator.manual_seed accepts (vLLM's int range for extra_args)
+QUANTIZATION_METHODS = (
+    "int8_per_channel_weight_only",
+)  # speculative_config "quantization" values minispec takes
 DEFAULT_DYNAMIC_DEPTH, DEFAULT_DYNAMIC_TOP_K = 6, 2
-
-
-# ---- value checks shared by the configs and SamplingParams -----------------------------------------
-def is_int(value: object) -> bool:
-    """An integer that is not a bool (numpy integers count)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def is_real(value: object) -> bool:
-    """A real number that is not a bool (numpy floats and integers count)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _type_error(name: str, value: object, allowed: str) -> TypeError:
-    return TypeError(f"{name}={value!r} must be {allowed}; got type {type(value).__name__}")
-
-
-def check_int(
-    name: str, value: Any, low: int | None = None, high: int | None = None, optional: bool = False
-) -> int | None:
-    """`value` as a Python int in [low, high] (None allowed when optional); TypeError / ValueError otherwise."""
-    if value is None and optional:
-        return None
-    allowed = "an int"
-    if low is not None:
-        allowed = f"an int in [{low}, {high}]" if high is not None else f"an int >= {low}"
-    allowed = f"None or {allowed}" if optional else allowed
-    if not is_int(value):
-        raise _type_error(name, value, allowed)
-    value = int(value)
-    if (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"{name}={value!r} must be {allowed}")
-    return value
-
-
-def check_real(name: str, value: Any, ok, allowed: str) -> float:
-    """`value` as a finite Python float for which ok(value) holds."""
-    if not is_real(value):
-        raise _type_error(name, value, allowed)
-    value = float(value)
-    if value != value or value in (float("inf"), float("-inf")) or not ok(value):
-        raise ValueError(f"{name}={value!r} must be {allowed}")
-    return value
-
-
-def check_path(name: str, value: Any, optional: bool = False) -> str | None:
-    """A folder path or 'zoo:<name>' given as str or os.PathLike, returned as str."""
-    if value is None and optional:
-        return None
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if not isinstance(value, str):
-        allowed = "a str: a Hugging Face model folder or 'zoo:<name>'"
-        raise _type_error(name, value, f"None or {allowed}" if optional else allowed)
-    if not value:
-        raise ValueError(f"{name}='' must name a Hugging Face model folder or 'zoo:<name>'")
-    return value
 
 
 # ---- model, cache, scheduler -------------------------------------------------------------------------
@@ -137,7 +82,7 @@ class CompilationConfig:
     def __post_init__(self) -> None:
         options = self.inductor_compile_config
         if not isinstance(options, dict):
-            raise _type_error(
+            raise type_error(
                 "compilation_config inductor_compile_config", options, "a dict of Inductor options"
             )
         if not options:
@@ -153,7 +98,7 @@ class CompilationConfig:
                 )
             default = defaults[name]
             if default is not None and not _same_kind(value, default):
-                raise _type_error(
+                raise type_error(
                     f"compilation_config inductor_compile_config[{name!r}]",
                     value,
                     f"a {type(default).__name__} (Inductor's default is {default!r})",
@@ -172,7 +117,7 @@ class CompilationConfig:
                 "chooses between eager and compiled)"
             )
         if not isinstance(config, dict):
-            raise _type_error("compilation_config", config, "None, a dict or a CompilationConfig")
+            raise type_error("compilation_config", config, "None, a dict or a CompilationConfig")
         unknown = sorted(map(str, set(config) - set(cls.__dataclass_fields__)))
         if unknown:
             raise ValueError(
@@ -189,6 +134,36 @@ def _same_kind(value: Any, default: Any) -> bool:
     if isinstance(default, float):
         return is_real(value)
     return isinstance(value, type(default))
+
+
+@dataclass
+class DynamicTreeConfig:
+    """EAGLE-2's knobs (EAGLE's names). EAGLE's defaults: total_tokens 60, depth 5 to 7, top_k 10."""
+
+    total_tokens: int = 16  # tree size including the root: total_tokens - 1 draft nodes are verified
+    depth: int = 6  # expansion steps after the first: the tree is at most depth + 1 deep
+    top_k: int = 2  # children per expanded node, and nodes expanded per depth
+
+    def __post_init__(self) -> None:
+        for name in ("total_tokens", "depth", "top_k"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}={value!r} must be an integer >= 1")
+        if self.total_tokens < 2:
+            raise ValueError(f"total_tokens={self.total_tokens} must be >= 2 (the root plus one node)")
+        if self.total_tokens - 1 > self.num_generated:
+            raise ValueError(
+                f"total_tokens={self.total_tokens}: only top_k + depth * top_k^2 = {self.num_generated} nodes are "
+                "generated"
+            )
+
+    @property
+    def num_nodes(self) -> int:
+        return self.total_tokens - 1
+
+    @property
+    def num_generated(self) -> int:
+        return self.top_k + self.depth * self.top_k**2
 
 
 # ---- speculative decoding ----------------------------------------------------------------------------
@@ -246,12 +221,11 @@ class SpeculativeConfig:
         self.disable_by_batch_size = check_int(
             "disable_by_batch_size", self.disable_by_batch_size, 2, optional=True
         )
-        from minispec.sample.rejection_sampler import MAX_SPEC_LEN
-
+        # at least 1 here; the rejection sampler's MAX_SPEC_LEN is checked where it is built (worker/model_runner.py)
         self.num_speculative_tokens = check_int(
-            "num_speculative_tokens", self.num_speculative_tokens, 1, MAX_SPEC_LEN, optional=True
+            "num_speculative_tokens", self.num_speculative_tokens, 1, optional=True
         )
-        self.token_tree = self._parse_tree()
+        self.tree_paths = self._parse_tree()
         self.dynamic_tree = self._parse_dynamic_tree()
         self.draft_vocab_size = check_int("draft_vocab_size", self.draft_vocab_size, 1, optional=True)
         if self.draft_vocab_size is not None and self.method not in ("eagle", "medusa"):
@@ -268,15 +242,14 @@ class SpeculativeConfig:
         self._check_draft_sample_method()
         self._check_quantization()
         if self.enforce_eager is not None and not isinstance(self.enforce_eager, bool):
-            raise _type_error(
+            raise type_error(
                 "speculative_config enforce_eager",
                 self.enforce_eager,
                 "None (the engine's enforce_eager), True (eager drafter) or False (compiled drafter)",
             )
         if self.num_speculative_tokens is None:
             raise ValueError(
-                f"num_speculative_tokens is required for method={self.method!r} (as in vLLM): give an int in "
-                f"[1, {MAX_SPEC_LEN}]"
+                f"num_speculative_tokens is required for method={self.method!r} (as in vLLM): give an int >= 1"
                 + (
                     ", or a token tree / total_tokens to derive it from"
                     if self.method in TREE_METHODS
@@ -285,9 +258,15 @@ class SpeculativeConfig:
             )
 
     def _check_quantization(self) -> None:
-        from minispec.model_executor.layers.quantization.int8 import check_quantization
-
-        self.quantization = check_quantization(self.quantization)
+        if self.quantization is not None:
+            allowed = f"None (the drafter's checkpoint dtype) or one of {list(QUANTIZATION_METHODS)}"
+            if not isinstance(self.quantization, str):
+                raise type_error("speculative_config quantization", self.quantization, allowed)
+            if self.quantization not in QUANTIZATION_METHODS:
+                raise ValueError(
+                    f"speculative_config quantization={self.quantization!r}; allowed: {allowed}. vLLM's other "
+                    "methods read quantized checkpoints or need GPU kernels"
+                )
         if self.quantization is not None and self.method == "ngram":
             raise ValueError(
                 f"speculative_config quantization={self.quantization!r} quantizes a drafter's network; "
@@ -296,7 +275,7 @@ class SpeculativeConfig:
 
     def _check_method_and_model(self) -> None:
         if not isinstance(self.method, str):
-            raise _type_error("method", self.method, f"one of {list(SPEC_METHODS)}")
+            raise type_error("method", self.method, f"one of {list(SPEC_METHODS)}")
         if self.method in FUTURE_SPEC_METHODS:
             raise ValueError(
                 f"method={self.method!r} is not available yet; choose one of {list(SPEC_METHODS)}"
@@ -360,7 +339,7 @@ class SpeculativeConfig:
             )
         reasons = {
             f"method={self.method!r} drafts deterministically": self.method in ("ngram", "medusa"),
-            "a token tree takes the drafter's top-k": self.token_tree is not None
+            "a token tree takes the drafter's top-k": self.tree_paths is not None
             or self.dynamic_tree is not None,
             "typical acceptance reads no draft probabilities": self.acceptance_method
             == "typical_acceptance_sampler",
@@ -372,10 +351,9 @@ class SpeculativeConfig:
                 "leave draft_sample_method out (greedy)"
             )
 
-    def _parse_tree(self):
-        """The SpecTree of `speculative_token_tree` / `medusa_choices`, or None for chain speculation."""
-        from minispec.spec_decode.tree import SpecTree
-
+    def _parse_tree(self) -> list[tuple[int, ...]] | None:
+        """The rank paths of `speculative_token_tree` / `medusa_choices`, or None for chain speculation. Each
+        path is one node; the proposer builds the tree (`SpecTree.from_paths`) and checks its shape."""
         if self.speculative_token_tree is not None and self.medusa_choices is not None:
             raise ValueError("give speculative_token_tree or medusa_choices, not both")
         name = "medusa_choices" if self.medusa_choices is not None else "speculative_token_tree"
@@ -386,11 +364,13 @@ class SpeculativeConfig:
             raise ValueError(
                 f"speculative_token_tree / medusa_choices need a method in {list(TREE_METHODS)}; got {self.method!r}"
             )
-        tree = SpecTree.from_paths(_tree_paths(name, paths))
-        self._derive_num_speculative_tokens(
-            tree.num_nodes, f"the token tree {name} has {tree.num_nodes} nodes"
-        )
-        return tree
+        paths = _tree_paths(name, paths)
+        if not paths:
+            raise ValueError(
+                f"{name}={paths!r} must be a non-empty list of rank paths, such as [(0,), (0, 0)]"
+            )
+        self._derive_num_speculative_tokens(len(paths), f"the token tree {name} has {len(paths)} nodes")
+        return paths
 
     def _parse_dynamic_tree(self):
         """EAGLE-2's DynamicTreeConfig when total_tokens is set, else None (and then depth / top_k must be)."""
@@ -408,15 +388,10 @@ class SpeculativeConfig:
             raise ValueError(
                 f"total_tokens (EAGLE-2 dynamic trees) needs method 'eagle' or 'eagle3'; got {self.method!r}"
             )
-        if self.token_tree is not None:
+        if self.tree_paths is not None:
             raise ValueError("give speculative_token_tree (static) or total_tokens (dynamic), not both")
-        from minispec.spec_decode.eagle_tree import DynamicTreeConfig
-        from minispec.spec_decode.tree import MAX_TREE_NODES
-
         self.depth = DEFAULT_DYNAMIC_DEPTH if depth is None else depth
         self.top_k = DEFAULT_DYNAMIC_TOP_K if top_k is None else top_k
-        if self.total_tokens - 1 > MAX_TREE_NODES:
-            raise ValueError(f"total_tokens={self.total_tokens}: at most {MAX_TREE_NODES + 1} are allowed")
         dynamic = DynamicTreeConfig(self.total_tokens, self.depth, self.top_k)
         self._derive_num_speculative_tokens(
             dynamic.num_nodes, f"total_tokens={self.total_tokens} verifies {dynamic.num_nodes} drafts"
@@ -445,7 +420,7 @@ class SpeculativeConfig:
         if spec is None or isinstance(spec, SpeculativeConfig):
             return spec
         if not isinstance(spec, dict):
-            raise _type_error("speculative_config", spec, "None, a dict or a SpeculativeConfig")
+            raise type_error("speculative_config", spec, "None, a dict or a SpeculativeConfig")
         known = set(cls.__dataclass_fields__)
         unknown = sorted(map(str, set(spec) - known))
         if unknown:
@@ -463,7 +438,7 @@ def _tree_paths(name: str, paths: Any) -> list[tuple[int, ...]]:
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
             raise ValueError(f"{name}={paths[:60]!r} is not a list of tuples such as '[(0,), (0, 0)]'") from e
     if not isinstance(paths, (list, tuple)):
-        raise _type_error(name, paths, "a list of rank paths such as [(0,), (0, 0)] (or that list as a str)")
+        raise type_error(name, paths, "a list of rank paths such as [(0,), (0, 0)] (or that list as a str)")
     out = []
     for path in paths:
         if isinstance(path, (list, tuple)) and any(isinstance(r, bool) or not is_int(r) for r in path):

@@ -25,7 +25,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from minispec.config import SEED_RANGE, is_int, is_real
+from minispec.utils import SEED_RANGE, is_int, is_real
 
 _SAMPLING_EPS = 1e-5
 MAX_LOGIT_BIAS = (

@@ -132,3 +132,13 @@ def test_v1_tree_snapshot_matches_the_release() -> None:
             if p.name != "__init__.py" and p.relative_to(base).parts[0] not in skipped
         )
         assert sorted(names) == real, folder
+
+
+def test_function_table_names_real_functions() -> None:
+    assert cc.missing_minispec_functions(ROOT) == []
+    assert all(pair.minispec or pair.note for pair in cc.FUNCTIONS), (
+        "a function without a counterpart says why"
+    )
+    text = cc.to_markdown()
+    table = text.split("## Function by function")[1].split("## Where minispec goes beyond vLLM")[0]
+    assert table.count("\n| [") == len(cc.FUNCTIONS)

@@ -3,23 +3,12 @@
 Chapter 7 (components) and chapter 3 (tree attention). vLLM v0.32.0 counterparts: the attention backends in
 `vllm/v1/attention/backends/` (`flash_attn.py`; on CPU `cpu_attn.py`) and the cache writes of
 `reshape_and_cache_flash`. Tree masks go beyond v0.32.0, which has no tree attention: vLLM's
-`vllm/v1/attention/backends/tree_attn.py` was last released in v0.20.2. minispec keeps one readable path in
-plain PyTorch:
+`vllm/v1/attention/backends/tree_attn.py` was last released in v0.20.2.
 
-1. write each new token's key and value at its slot (`slot_mapping`);
-2. gather every request's keys and values from its slots into a padded batch (`key_slots`), both in one call
-   (a layer's cache is one [2, num_slots, num_kv_heads, head_dim] tensor); a batch of one request whose keys
-   sit in consecutive slots (`key_start`) reads them as a view of the cache instead, in an eager forward;
-3. run `scaled_dot_product_attention` with a boolean mask that is causal within the request, or follows a
-   custom (tree) mask among the request's new tokens. In a compiled graph with one or two queries per request
-   (a drafter's steps, a decode step) the same arithmetic is written as products and sums instead
-   (`attention_in_loops`), which Inductor runs in its own loops, fused with the gathers around it: there the
-   library call costs more than its arithmetic. vLLM's CPU backend has one kernel of its own for every case
-   (`ops.cpu_attention_with_kv_cache`), which reads the paged cache in place.
-
-The runner builds `AttentionMetadata` once per step, on the host with numpy (`causal_metadata`, as vLLM's runner
-prepares its inputs); every layer reuses it. Drafters build theirs the same way, but for a compiled draft model's
-one-request call, whose graph builds its own from the request's block ids (`greedy_steps_one_request`).
+minispec keeps one readable path in plain PyTorch (`PagedAttention`): write the new keys and values, gather
+each request's keys and values, run `scaled_dot_product_attention` under a boolean mask. vLLM's CPU backend
+has a kernel of its own for every case (`ops.cpu_attention_with_kv_cache`), which reads the paged cache in
+place. The runner builds one `AttentionMetadata` per step (`causal_metadata`), which every layer reuses.
 """
 
 from __future__ import annotations
@@ -33,6 +22,12 @@ import torch.nn.functional as F
 
 @dataclass
 class AttentionMetadata:
+    """Where a step's new tokens write and what each of them attends to, shared by every layer.
+
+    The runner builds it once per step, on the host with numpy (`causal_metadata`, as vLLM's runner prepares
+    its inputs). Drafters build theirs the same way, but for a compiled draft model's one-request call, whose
+    graph builds its own from the request's block ids (`greedy_steps_one_request`)."""
+
     num_tokens: int  # T: new tokens in the flattened batch
     slot_mapping: torch.Tensor  # [T] int64: cache slot written by each new token
     query_index: torch.Tensor  # [B, Q] int64: index into the T new tokens, T for padding
@@ -126,8 +121,8 @@ def causal_metadata(
     """Metadata of a varlen batch where request b appends query_lens[b] tokens after context_lens[b] cached
     ones, causally unless `custom_masks` says otherwise (`build_attention_mask`): a step's batch, a drafter's
     first pass. Built on the host with numpy, as vLLM's model runner prepares its inputs, and moved to `device`
-    at the end: it runs right after a forward, when every PyTorch operation starts cold (the same construction
-    in tensor ops took 0.4-0.5 ms there, this one 0.1-0.15).
+    at the end: it runs right after a forward, when every PyTorch operation starts cold, and there a few numpy
+    operations cost less than the same construction in tensor ops.
 
     `last_query_only`: every new token still writes its key and value, but only each request's last token
     queries (query_index [B, 1], output [B, H, D]): a one-layer drafter's first pass, whose other rows are read
@@ -185,8 +180,8 @@ def to_device(device: torch.device | str, *arrays: np.ndarray) -> list[torch.Ten
 
 def gather_slots(cache: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
     """cache[..., slots, :, :]: cache [..., num_slots, Hkv, D], slots [B, S] -> [..., B, S, Hkv, D]. index_select
-    copies whole rows and runs 2 to 4 times faster than advanced indexing on a batch's keys (24 requests x 128
-    keys); on a layer's [2, num_slots, Hkv, D] cache it gathers keys and values at once."""
+    copies whole rows and runs faster than advanced indexing on a batch's keys; on a layer's
+    [2, num_slots, Hkv, D] cache it gathers keys and values at once."""
     gathered = cache.index_select(-3, slots.reshape(-1))
     return gathered.view(*cache.shape[:-3], *slots.shape, *cache.shape[-2:])
 
@@ -216,9 +211,9 @@ def attention_in_loops(
 ) -> torch.Tensor:
     """`scaled_dot_product_attention(q, keys, values, mask, scale, enable_gqa=True)` as products and sums in float32,
     for a compiled graph with a few queries per request: Inductor runs them in its own loops and fuses them with
-    the projections around them. For one or two queries and a hundred keys that took half the library call's time
-    (docs/benchmarks.md, "Attention in Inductor's loops"). q [B, H, Q, D]; keys, values [B, Hkv, S, D], query head
-    h reading key head h // (H / Hkv); mask [B, 1, Q, S] bool, True where a query may attend to a key."""
+    the projections around them. For one or two queries the library call costs more than this arithmetic
+    (docs/performance.md). q [B, H, Q, D]; keys, values [B, Hkv, S, D], query head h reading key head
+    h // (H / Hkv); mask [B, 1, Q, S] bool, True where a query may attend to a key."""
     b, h, num_q, d = q.shape
     num_kv_heads, num_keys = keys.shape[1], keys.shape[2]
     group = h // num_kv_heads
@@ -236,7 +231,21 @@ def attention_in_loops(
 
 
 class PagedAttention(torch.nn.Module):
-    """Scaled dot-product attention whose keys and values live in a flat paged cache."""
+    """Scaled dot-product attention whose keys and values live in a flat paged cache.
+
+    `forward` takes three steps:
+
+    1. write each new token's key and value at its slot (`slot_mapping`);
+    2. gather every request's keys and values from its slots into a padded batch (`key_slots`), both in one
+       call (a layer's cache is one [2, num_slots, num_kv_heads, head_dim] tensor); a batch of one request
+       whose keys sit in consecutive slots (`key_start`) reads them as a view of the cache instead, in an
+       eager forward;
+    3. run `scaled_dot_product_attention` with a boolean mask that is causal within the request, or follows a
+       custom (tree) mask among the request's new tokens. In a compiled graph with one or two queries per
+       request (a drafter's steps, a decode step) the same arithmetic is written as products and sums instead
+       (`attention_in_loops`), which Inductor runs in its own loops, fused with the gathers around it: there
+       the library call costs more than its arithmetic.
+    """
 
     def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int):
         super().__init__()

@@ -7,18 +7,19 @@ Run: `python -m minispec.bench.draft_steps [--quick] [--dtypes float32 auto] [-k
 Five engines with the same compiled draft model (speculative_config `enforce_eager=False`, the target eager)
 decode the same held-out prompts, batch 1, greedy, in the same process, taking turns with plain decoding:
 
-- "loop": each drafting call runs as `DraftModelProposer._draft`'s Python loop, one compiled forward, one
+- "loop": each drafting call runs as `SpecDecodeBaseProposer._draft_chain`'s Python loop, one compiled forward, one
   eager lm_head and one argmax per step (vLLM's shape of the loop);
-- "one graph": the whole call as `DraftModelProposer.greedy_steps_one_request`, compiled whole (the engine's
+- "one graph": the whole call as `GreedyStepsInOneGraph.greedy_steps_one_request`, compiled whole (the engine's
   default): each one-row product in Inductor's own loop (`one_row_options`), the call's positions, cache slots and
   masks built inside the graph from the request's block ids;
 - "one graph, host metadata": the same products, the metadata built on the host with numpy and handed to
-  `greedy_steps` (the engine's default before 2026-12-03, 16:30);
+  `greedy_steps` (an earlier default of the engine);
 - "one graph, packed products": the same with Inductor's weight freezing on and its one-row pass off, so each
-  product is a library call on a weight packed at compile time (the engine's default before 2026-12-03);
+  product is a library call on a weight packed at compile time (an earlier default of the engine);
 - "one graph, C++ GEMMs": the same, with vLLM's `compilation_config={"inductor_compile_config":
   {"max_autotune": True}}`: Inductor times its own C++ GEMM micro-kernels against oneDNN's at compile time and
-  keeps the faster for each matmul (a one-row bfloat16 oneDNN call costs about 25 us whatever its size here).
+  keeps the faster for each matmul (a one-row bfloat16 oneDNN call has a fixed cost that dominates a small
+  product).
 
 Per engine it prints the fastest of `repeats` runs as a speedup over plain decoding, and the "propose" phase
 (the whole drafting call, ms per decode step, from the engine's step recorder). Every engine must generate
@@ -77,8 +78,10 @@ def run(
             compilation_config=config,
         )
         drafter = llm.llm_engine.model_runner.drafter
-        drafter.unroll_greedy_steps = name != "loop"
-        drafter.metadata_in_graph = name != "one graph, host metadata"
+        if name == "loop":
+            drafter.compiled_propose = None  # the plain loop, each step's forward compiled
+        else:
+            drafter.compiled_propose.metadata_in_graph = name != "one graph, host metadata"
         decode(llm, prompts[:1], 16, 1)  # compile the prefill, decode and drafting shapes first
         engines[name] = llm
     decode(plain, prompts[:1], 4, 1)

@@ -9,7 +9,7 @@ Four engines with the same compiled EAGLE head (a `bench.spec_decode` row whose 
 batch 1, greedy, float32, in the same process, taking turns with plain decoding:
 
 - "ahead of time" (the engine's default on a CPU): the lean call below compiled ahead of time by AOTInductor, one
-  call into a shared library (`EagleProposer.aot_compile`, `minispec/compilation/aot.py`); a prompt's first
+  call into a shared library (`EagleInOneGraph.aot_compile`, `minispec/compilation/aot.py`); a prompt's first
   call, with more new entries than a verified step brings, takes the torch.compile graph;
 - "lean": the first pass runs past fc and the qkv product only at each request's last entry
   (`EagleProposer.last_query_only`), and the torch.compile graph builds the call's metadata from the request's
@@ -17,7 +17,7 @@ batch 1, greedy, float32, in the same process, taking turns with plain decoding:
 - "host metadata": the same first pass, the metadata built on the host with numpy (`causal_metadata`,
   `_draft_keys`) and handed to the graph;
 - "whole first pass": every entry of the first pass through the whole layer, as vLLM v0.32.0 runs it, and the
-  metadata built on the host (the engine's default before 2026-12-04, 22:00).
+  metadata built on the host (an earlier default of the engine).
 
 Per engine it prints its speedup over plain decoding (each call's fastest of `repeats` runs), the "propose"
 phase (the whole drafting call, ms per decode step, from the engine's step recorder) and c, that call per head
@@ -85,7 +85,10 @@ def run_engines(
             speculative_config=dict(METHODS[config]),
         )
         for switch, value in switches.items():
-            setattr(llm.llm_engine.model_runner.drafter, switch, value)
+            drafter = llm.llm_engine.model_runner.drafter
+            # a switch of the proposer itself, or of its compiled drafting call (minispec/compilation/)
+            owner = drafter if hasattr(drafter, switch) else drafter.compiled_propose
+            setattr(owner, switch, value)
         decode(
             llm, prompts, max_tokens, 1
         )  # compile every prefill, decode and drafting shape the runs meet first

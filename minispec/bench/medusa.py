@@ -24,21 +24,7 @@ import torch
 
 from minispec import LLM, SamplingParams
 from minispec.zoo import corpus
-
-DEFAULT_TREE = (
-    "[(0,), (1,), (2,), (3,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), "
-    "(0, 0, 0), (0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 0, 0, 0), (0, 0, 0, 1)]"
-)
-
-
-# head_accuracy(heads, target, greedy_heldout_windows(48, 96), max_rank=4) in float32 (held-out prompts of 32
-# tokens, then the target's greedy tokens): per-rank accuracy [[.644 .103 .045 .027] [.562 .106 .050 .029]
-# [.507 .100 .057 .036] [.476 .102 .054 .038]]; best_tree(per_rank, 16) predicts 2.775 tokens per forward,
-# DEFAULT_TREE 2.765 (docs/zoo.md). Self-distilled heads are surest along the chain of first choices.
-MEASURED_TREE = (
-    "[(0,), (0, 0), (0, 0, 0), (1,), (0, 0, 0, 0), (0, 1), (1, 0), (2,), (0, 0, 1), (0, 1, 0), (0, 2), (1, 0, 0), "
-    "(3,), (2, 0), (0, 0, 2), (0, 0, 0, 1)]"
-)
+from minispec.zoo.trees import DEFAULT_TREE, MEASURED_TREE  # noqa: F401  (re-exported)
 
 
 def greedy_heldout_windows(num_windows: int, seq_len: int, prompt_len: int = 32) -> torch.Tensor:

@@ -12,7 +12,7 @@ batch 1, greedy, float32, in the same process, taking turns with plain decoding:
   their top-k, the id mapping and the tree's order) exported and compiled by AOTInductor, one call into a shared
   library per step (`minispec/compilation/aot.py`);
 - "torch.compile": the same function through torch.compile, Dynamo's guard check and the Python wrappers
-  around its kernels included (`MedusaProposer.aot_compile` off).
+  around its kernels included (`MedusaInOneGraph.aot_compile` off).
 
 Per engine it prints its speedup over plain decoding, the "propose" phase (ms per decode step, from the engine's
 step recorder) and c, that phase over a plain step's target work, as `bench.spec_decode` counts them (one call per

@@ -54,13 +54,13 @@ from minispec.teach.theory import expected_tokens_per_step
 # Medusa's tree: the best 16-node tree under the zoo heads' measured per-rank accuracies (see bench.medusa)
 MEDUSA_TREE = MEASURED_TREE
 # EAGLE-2 dynamic tree: 15 drafts verified per step, grown in 4 expansions. The shape that paid best here, measured
-# (`python -m minispec.bench.eagle_tree`): depth 6 accepts more (E 5.24 against 4.86) but its two extra head
-# forwards cost more than they bring on a CPU (docs/benchmarks.md)
+# (`python -m minispec.bench.eagle_tree`): depth 6 accepts more but its two extra head forwards cost more than
+# they bring on a CPU (docs/performance.md)
 EAGLE2 = {"total_tokens": 16, "depth": 4, "top_k": 2}
 METHODS: dict[str, dict] = {
     "draft_model k=5": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 5},
     # speculative_config enforce_eager=False: the draft model compiled, the target eager. Compiling removes most
-    # of a small model's per-operation cost (c 0.20 -> 0.12 in float32), so longer chains pay
+    # of a small model's per-operation cost (a lower c), so longer chains pay
     "draft k=7 compiled": {
         "method": "draft_model",
         "model": "zoo:draft",
@@ -68,7 +68,7 @@ METHODS: dict[str, dict] = {
         "enforce_eager": False,
     },
     # the same with int8 weights (speculative_config quantization): once each one-row product's input is a buffer of
-    # its own, the int8 loops beat float32's (c 0.065-0.069 -> 0.047 in float32, docs/benchmarks.md)
+    # its own, the int8 loops beat float32's (docs/performance.md)
     "draft k=7 int8 compiled": {
         "method": "draft_model",
         "model": "zoo:draft",
@@ -101,7 +101,7 @@ METHODS: dict[str, dict] = {
         "draft_vocab_size": 1024,
     },
     # the heads compiled with int8 weights: at batch 1 their whole drafting call is compiled ahead of time (AOTInductor,
-    # minispec/compilation/aot.py), one call into a shared library (c 0.145 -> 0.054-0.058 in float32)
+    # minispec/compilation/aot.py), one call into a shared library
     "medusa chain FR-1024 int8 compiled": {
         "method": "medusa",
         "model": "zoo:medusa",
@@ -120,10 +120,9 @@ METHODS: dict[str, dict] = {
     },
     "eagle chain k=4": {"method": "eagle", "model": "zoo:eagle", "num_speculative_tokens": 4},
     "EAGLE-2 tree (16)": {"method": "eagle", "model": "zoo:eagle", **EAGLE2},
-    # the head compiled: the first pass and the whole tree in one graph per drafting call (c 0.48 -> 0.31 in
-    # float32 on an AMD EPYC, docs/benchmarks.md, when c was counted per expansion, not per head forward)
+    # the head compiled: the first pass and the whole tree in one graph per drafting call (docs/performance.md)
     "EAGLE-2 tree compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "enforce_eager": False},
-    # FR-Spec: the head scores only the 1024 most frequent tokens (a quarter of the vocabulary; 86% of held-out
+    # FR-Spec: the head scores only the 1024 most frequent tokens (a quarter of the vocabulary, most held-out
     # tokens), so each depth skips three quarters of the lm_head product (minispec/spec_decode/draft_vocab.py)
     "EAGLE-2 FR-1024 compiled": {
         "method": "eagle",
@@ -133,8 +132,7 @@ METHODS: dict[str, dict] = {
         "enforce_eager": False,
     },
     # int8 weights for the head (speculative_config quantization, vLLM's shorthand applied to its linear layers): a
-    # compiled depth reads 2.26 MB instead of 9 MB (c 0.22-0.25 -> 0.16-0.19 in float32; 0.095 with the lean
-    # drafting call of bench.eagle_steps, docs/benchmarks.md)
+    # compiled depth reads 2.26 MB instead of 9 MB (docs/performance.md)
     "eagle chain FR-1024 int8 compiled": {
         "method": "eagle",
         "model": "zoo:eagle",

@@ -4,17 +4,13 @@ Chapters 1 and 7. vLLM v0.32.0 counterpart: none on a CPU. On a GPU vLLM capture
 and replays it (`vllm/v1/spec_decode/eagle.py`, `vllm/compilation/cuda_graph.py`), because a small drafter's
 kernels take less time than the framework's work of launching them one by one. A CPU has no graphs to replay.
 
-What a `torch.compile`d call pays on top of its kernels: Dynamo's guard check picks the compiled variant, then
-Python runs AOTAutograd's runtime wrapper and Inductor's generated wrapper, which allocates each buffer and calls
-each kernel. Right after the target's forward those paths are out of the caches. For Medusa's drafting call at
-batch 1 (int8 heads, FR-Spec's 1024 tokens; docs/benchmarks.md, "Medusa's drafting call ahead of time") that came
-to about 0.12 ms of a 0.31 ms call. AOTInductor compiles the exported graph, wrapper included, into a shared
-library: the host makes one call, with no Python between the kernels and no guards.
-
-The price: an exported graph takes sizes within the ranges it was exported for (one request's call), and tensors
-of the example's dtypes and devices; anything else takes `torch.compile`'s graph. Compiling takes 10 to 20 s,
-once per proposer. Used for Medusa's heads (`minispec/spec_decode/medusa.py`) and an EAGLE head's drafting call
-(`minispec/spec_decode/eagle_tree.py`, `_draft_in_graph`).
+A `torch.compile`d call pays on top of its kernels for Dynamo's guard check and for Python running AOTAutograd's
+and Inductor's wrappers, paths that are out of the caches right after the target's forward; for a small call
+such as Medusa's heads that is a large share of it (docs/performance.md). AOTInductor compiles the exported graph,
+wrapper included, into a shared library: one call from the host, no Python between the kernels, no guards. The
+price: sizes only within the exported ranges, the example's dtypes and devices (anything else takes
+`torch.compile`'s graph), and a compile per proposer. Used by `minispec/spec_decode/medusa.py` and
+`minispec/spec_decode/eagle_tree.py` (`_draft_in_graph`).
 """
 
 from __future__ import annotations

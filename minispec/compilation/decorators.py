@@ -1,41 +1,15 @@
 """`enforce_eager=False`: the target's and the drafter's forwards through `torch.compile`.
 
 Chapters 1 and 7. vLLM v0.32.0 counterparts: `vllm/compilation/decorators.py` (`support_torch_compile` wraps a
-model's forward), `vllm/config/compilation.py`, and for CPUs `vllm/platforms/cpu.py` (`check_and_update_config`:
-Dynamo traces once, Inductor compiles) with `dispatch_cpu_unquantized_gemm` in
+model's forward), `vllm/config/compilation.py`, `vllm/compilation/wrapper.py` (its guards), and for CPUs
+`vllm/platforms/cpu.py` (`check_and_update_config`) with `dispatch_cpu_unquantized_gemm` in
 `vllm/model_executor/layers/utils.py`, which prepacks every linear layer's weight for oneDNN at load time.
 
-minispec compiles what vLLM compiles: the model's forward, not the logits. Inductor's `freezing` option folds
-the weights into the graph as constants and, on a CPU, packs each linear layer's weight once (for MKL where
-a graph has a fixed number of rows, one token per request; for oneDNN where the number of rows is dynamic).
-The elementwise ops around the matmuls (RMSNorm, RoPE, SiLU, the residual adds) fuse into generated C++
-loops. What runs outside the forward (`compute_logits`, EAGLE-3's `combine_hidden_states`) stays eager, and
-its linear layers multiply on packed weights through the eager engine's dispatch
-(`dispatch_cpu_unquantized_gemm`; vLLM packs its lm_head in `UnquantizedEmbeddingMethod`). A one-matmul
-function gains nothing from compiling and pays for its guards: on the AMX CPU the compiled logits took
-0.53 ms a call in a speculative engine, the eager packed ones 0.29 ms.
-
-Measured (docs/benchmarks.md): on the AVX2 CPU the target's forward ran 1.3 to 1.8 times faster compiled,
-and the verification cost v = t(6) / t(1) stayed near 1.6. On the AMX CPU compiled plain decoding ran at
-268-276 tok/s at batch 1, against 106-233 tok/s for eager runs on the same day, and a bfloat16 forward over
-9 tokens costs 1.0 to 1.3 times what one token costs.
-
-vLLM's `compilation_config={"inductor_compile_config": {...}}` reaches every compiled network as torch.compile's
-options. `{"max_autotune": True}` is the one that matters on a CPU: Inductor times its own C++ GEMM
-micro-kernels against oneDNN for each matmul when it compiles and keeps the faster. A one-row bfloat16 oneDNN
-call costs about 25 us on the AMX CPU however small the matrix; the zoo draft's generated GEMMs take a few, and
-its bfloat16 drafting call halves (docs/benchmarks.md). Compiling takes longer: every matmul shape is timed.
-
-Dynamo checks guards before every call of a compiled function. minispec keeps those on the call's arguments
-and the shape relations, and drops those on modules and globals (`skip_module_and_global_guards`). On an EAGLE-2
-tree graph the lookup took 0.2 ms a call with every guard, 0.03-0.05 ms without those. vLLM's
-`vllm/compilation/wrapper.py` drops all but the shape guards.
-
-Shapes are dynamic (`dynamic=True`). A few variants still compile once each, at 5 to 30 s apiece: one new token
-against several, one request against a batch. The compiled graphs follow the model's eager code exactly, but
-they round differently (about 1e-5 on logits), so a compiled engine is exact against a compiled engine (see
-tests/compilation). vLLM's default is `enforce_eager=False`. minispec's is True, because a 2-core machine
-would spend a minute compiling each engine that a chapter or a test builds.
+Like vLLM, minispec compiles the model's forward, not the logits: Inductor's `freezing` makes the weights packed
+constants and fuses the elementwise ops around the matmuls into C++ loops; what runs outside the forward stays
+eager, on packed weights. What differs: minispec keeps Dynamo's guards on the call's arguments, adds Inductor
+options for drafting calls compiled whole, and defaults to `enforce_eager=True`, since a small CPU would spend
+long compiling every engine a chapter or a test builds. Timings are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -95,7 +69,8 @@ def _own_code(method):
 def compile_method(method, options: dict | None = None):
     """torch.compile of a bound method, with shapes dynamic, on a private copy of its code (see `_own_code`), keeping
     only the guards `skip_module_and_global_guards` keeps; `options`: Inductor's (compilation_config's
-    inductor_compile_config)."""
+    inductor_compile_config). A few variants still compile once each: one new token against several, one request
+    against a batch."""
     options = dict(options or {}) | {"guard_filter_fn": skip_module_and_global_guards}
     return torch.compile(_own_code(method), dynamic=True, options=options)
 
@@ -106,8 +81,8 @@ def skip_module_and_global_guards(guard_entries) -> list[bool]:
     nn.Modules (the network's layers, whose weights freezing made constants) and on module globals, which nothing
     changes after an engine is built. vLLM drops every guard but the shape ones (`vllm/compilation/wrapper.py`),
     since its graphs have no 0/1 variants to tell apart; minispec's have them (one new token against several).
-    On the EAGLE-2 tree graph Dynamo's lookup took 0.20-0.22 ms a call with every guard and 0.03-0.05 ms with
-    these (docs/benchmarks.md)."""
+    The guards on every layer make Dynamo's lookup, paid before each call, markedly slower
+    (docs/performance.md)."""
     return [
         not (entry.is_global or entry.orig_guard.source.is_unspecialized_nn_module())
         for entry in guard_entries
@@ -117,9 +92,9 @@ def skip_module_and_global_guards(guard_entries) -> list[bool]:
 def one_row_options(options: dict | None = None) -> dict:
     """Inductor's options for a batch-1 drafting call compiled whole (minispec's own; vLLM replays a CUDA graph per
     step): each product of one row (one token by a weight) becomes Inductor's own multiply-and-sum loop, fused
-    with the ops around it, instead of a library call on a packed weight (docs/benchmarks.md, "One-row products
-    in Inductor's own loops"). Inductor's `decompose_mm_pass` rewrites them, and only with freezing off: freezing
-    turns the products into packed library calls before the pass runs. `options` (compilation_config's
+    with the ops around it, instead of a library call on a packed weight, whose fixed cost dominates so small a
+    product (docs/performance.md). Inductor's `decompose_mm_pass` rewrites them, and only with freezing off:
+    freezing turns the products into packed library calls before the pass runs. `options` (compilation_config's
     inductor_compile_config) are laid over these and win. Options asking for Inductor's C++ GEMMs
     (`max_autotune`, here or set process-wide) are returned as they are, since those GEMMs need frozen weights."""
     import copy
@@ -138,10 +113,9 @@ def one_row_options(options: dict | None = None) -> dict:
 def one_request_tree_options(options: dict | None, dtype: torch.dtype) -> dict:
     """Inductor's options for one request's EAGLE tree compiled whole (minispec's own): each depth multiplies
     top_k rows, too many for `one_row_options`' loops. In float32, Inductor's C++ GEMMs (`max_autotune`, which
-    times them against the library's product for each matmul) beat the packed oneDNN products: an EAGLE-2
-    drafting call of 4 depths took 3.74 ms against 4.10 on an AMD EPYC; in bfloat16 they lost, 4.38 ms against
-    3.41, so bfloat16 keeps the packed products (docs/benchmarks.md, "Tree verification on the host; a float32
-    tree's C++ GEMMs"). `options` (compilation_config's inductor_compile_config) are laid over these and win."""
+    times them against the library's product for each matmul) beat the packed oneDNN products; in bfloat16 they
+    lost to them, so bfloat16 keeps the packed products (docs/performance.md). `options` (compilation_config's
+    inductor_compile_config) are laid over these and win."""
     options = dict(options or {})
     if dtype != torch.float32:
         return options
@@ -179,9 +153,9 @@ def int8_network_options(network: nn.Module, options: dict | None) -> dict | Non
     freezing off, since freezing would fold each int8 weight's conversion into a float copy and the products would
     read that copy instead (minispec/model_executor/layers/quantization/int8.py); and the C++ compiler allowed to
     contract a multiply and the add after it into one FMA (`-ffp-contract=fast`; Inductor's default is off), since
-    each product is a loop of one multiply and one add per weight. Warm, in bfloat16, Medusa's int8 call took 0.084
-    against 0.100 ms and an EAGLE-2 tree's 1.41 against 1.56 ms (docs/benchmarks.md). It moves the drafter's
-    float rounding, not the output: the target verifies every draft. The caller's options win."""
+    each product is a loop of one multiply and one add per weight, and one FMA does both; Medusa's int8 call and
+    an EAGLE-2 tree's run faster with it (docs/performance.md). It moves the drafter's float rounding, not the
+    output: the target verifies every draft. The caller's options win."""
     return INT8_OPTIONS | dict(options or {}) if is_quantized(network) else options
 
 
@@ -207,9 +181,18 @@ def _widen_one_row_decomposition() -> None:
 
 def compile_model(model: nn.Module, device: torch.device, options: dict | None = None) -> nn.Module:
     """Replace the model's forward with a compiled version, in place; on a CPU the linear layers called outside
-    it multiply on packed weights (inside it, `cpu_unquantized_gemm` hands Dynamo a plain F.linear). The
-    weights must not change afterwards: freezing has made them constants of the graph."""
-    import torch._inductor.config  # here, not at the top: importing Inductor costs every eager engine 2-3 s
+    it (`compute_logits`, EAGLE-3's `combine_hidden_states`) multiply on packed weights, eagerly: a one-matmul
+    function gains nothing from compiling and pays for its guards (vLLM packs its lm_head in
+    `UnquantizedEmbeddingMethod`). Inside the forward, `cpu_unquantized_gemm` hands Dynamo a plain F.linear, and
+    freezing packs each weight once (for MKL where a graph has a fixed number of rows, for oneDNN where it is
+    dynamic). The weights must not change afterwards: freezing has made them constants of the graph.
+
+    `options` are compilation_config's inductor_compile_config, torch.compile's options for every network
+    compiled. `{"max_autotune": True}` is the one that matters on a CPU: Inductor times its own C++ GEMMs against
+    oneDNN for each matmul and keeps the faster, which helps a small bfloat16 draft, whose one-row oneDNN calls
+    have a fixed cost however small the matrix; compiling then takes longer. Compiled graphs round differently
+    from eager ones, so a compiled engine is exact against a compiled engine (tests/compilation)."""
+    import torch._inductor.config  # here, not at the top: importing Inductor slows every eager engine's start
 
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
     if device.type == "cpu":

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from minispec.config import is_int
 from minispec.core.kv_cache_manager import cdiv
 from minispec.sampling_params import SamplingParams
+from minispec.utils import is_int
 
 
 def as_token_ids(token_ids, name: str = "prompt_token_ids") -> list[int]:

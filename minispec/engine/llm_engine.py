@@ -24,21 +24,19 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer
 
-from minispec.compilation.decorators import check_compiler
+from minispec.compilation.seams import check_compiler
 from minispec.config import (
     CacheConfig,
     CompilationConfig,
     ModelConfig,
     SchedulerConfig,
     SpeculativeConfig,
-    check_int,
-    is_int,
 )
 from minispec.core.kv_cache_manager import KVCacheManager, cdiv
+from minispec.core.kv_cache_utils import allocate_for_model, bytes_per_block
 from minispec.core.request import Request, RequestStatus
 from minispec.core.sched.scheduler import Scheduler
 from minispec.engine.input_processor import InputProcessor
-from minispec.engine.step_record import PhaseTimer, StepRecord
 from minispec.model_executor.model_loader import (
     get_model,
     read_json,
@@ -49,8 +47,9 @@ from minispec.outputs import CompletionOutput, RequestOutput
 from minispec.sample.metadata import make_generator
 from minispec.sampling_params import SamplingParams
 from minispec.spec_decode.metrics import SpecDecodingStats
-from minispec.worker.kv_cache import allocate_for_model, bytes_per_block
+from minispec.utils import check_int, is_int
 from minispec.worker.model_runner import ModelRunner
+from minispec.worker.step_record import PhaseTimer, StepRecord
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -113,6 +112,8 @@ class LLMEngine:
                 "False (torch.compile, vLLM's default)"
             )
         self.compilation_config = CompilationConfig.from_dict(compilation_config)
+        if speculative_config is not None:  # the runner's limits, before any checkpoint is read
+            ModelRunner.check_speculative_config(speculative_config)
         if not enforce_eager or (
             speculative_config is not None and speculative_config.compiles_drafter(enforce_eager)
         ):

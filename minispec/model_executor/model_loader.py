@@ -18,8 +18,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from minispec.config import check_path
-from minispec.model_executor.models.llama import LlamaArchConfig, LlamaForCausalLM, RotaryEmbedding
+from minispec.model_executor.layers.rotary_embedding import RotaryEmbedding
+from minispec.model_executor.models.llama import LlamaArchConfig, LlamaForCausalLM
+from minispec.utils import check_path
 
 SUPPORTED_ARCHITECTURES = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}
 SPEC_MODEL = "speculative_config model"  # how errors name the drafter's folder

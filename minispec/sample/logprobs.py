@@ -2,17 +2,8 @@
 
 Chapter 6 (vLLM's sampler). vLLM counterparts: `LogprobsTensors` in `vllm/v1/outputs.py`,
 `Sampler.compute_logprobs` / `Sampler.gather_logprobs` in `vllm/v1/sample/sampler.py` and
-`batched_count_greater_than` in `vllm/v1/sample/ops/logprobs.py`.
-
-Which logprobs: vLLM's default `logprobs_mode` is "raw_logprobs", the log-softmax of the model's logits
-before logit bias, penalties, temperature and top-k / top-p. minispec implements only that mode, so a
-returned logprob says what the model thought, not what the sampler drew from (a token that top-k masked
-still has a finite logprob).
-
-Layout, per row: column 0 is the sampled token, columns 1..N the N most likely tokens in order. When the
-sampled token is among the top N it appears twice (vLLM merges it later, in the output processor).
-Rank 1 means most likely; a token's rank counts the tokens whose logprob is >= its own, so a tie shares
-the worse rank.
+`batched_count_greater_than` in `vllm/v1/sample/ops/logprobs.py`. minispec implements only vLLM's default
+`logprobs_mode`, "raw_logprobs" (`compute_logprobs`); the layout of a row: `LogprobsTensors`.
 """
 
 from dataclasses import dataclass
@@ -22,6 +13,11 @@ import torch
 
 @dataclass
 class LogprobsTensors:
+    """Per row: column 0 is the sampled token, columns 1..N the N most likely tokens in order. When the
+    sampled token is among the top N it appears twice (vLLM merges it later, in the output processor). Rank 1
+    means most likely; a token's rank counts the tokens whose logprob is >= its own, so a tie shares the worse
+    rank."""
+
     logprob_token_ids: torch.Tensor  # [B, N + 1] int64: sampled token, then the top-N token ids
     logprobs: torch.Tensor  # [B, N + 1] float32: their logprobs
     selected_token_ranks: torch.Tensor  # [B] int64: rank of the sampled token (1 = most likely)
@@ -38,7 +34,12 @@ class LogprobsTensors:
 
 
 def compute_logprobs(logits: torch.Tensor) -> torch.Tensor:
-    """log_softmax over the vocabulary, in float32."""
+    """log_softmax over the vocabulary, in float32.
+
+    vLLM's default `logprobs_mode` is "raw_logprobs", the log-softmax of the model's logits before logit bias,
+    penalties, temperature and top-k / top-p. minispec implements only that mode, so a returned logprob says
+    what the model thought, not what the sampler drew from (a token that top-k masked still has a finite
+    logprob)."""
     return logits.log_softmax(dim=-1, dtype=torch.float32)
 
 

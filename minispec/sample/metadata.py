@@ -3,18 +3,8 @@
 Chapter 6 (vLLM's sampler). vLLM counterpart: `vllm/v1/sample/metadata.py` (`SamplingMetadata`); vLLM
 fills it from its persistent `InputBatch` (`vllm/v1/worker/gpu_input_batch.py`), which keeps the
 tensors alive across steps and edits only the rows that changed. minispec rebuilds it from the requests
-every step (`from_requests`), which is simpler and cheap for small batches.
-
-Conventions (vLLM's):
-- A tensor field is None when no row uses the feature, so the sampler skips that op entirely.
-- `temperature` [B] holds each row's own value, greedy rows included (0.0); it is None when every row is
-  greedy. The sampler takes the argmax for rows with temperature < 1e-5 and, before dividing the random
-  rows by their temperature, replaces the greedy rows' temperature by 1.0 to avoid dividing by zero.
-- `top_k` [B] int64: a row where top-k is off (top_k 0, or >= vocab_size) holds `vocab_size` (keeps all).
-- `top_p` [B] float32: a row where top-p is off holds 1.0. `min_p` [B]: off is 0.0.
-- `prompt_token_ids` [B, max_prompt_len] int64, padded with `vocab_size`; built only when penalties are on.
-- `generators`: batch row index -> that request's `torch.Generator`, for seeded random requests. The
-  generator belongs to the request and lives across steps (the engine owns it); see `make_generator`.
+every step (`from_requests`), which is simpler and cheap for small batches. The fields keep vLLM's
+conventions (`SamplingMetadata`).
 """
 
 from dataclasses import dataclass, field
@@ -27,6 +17,20 @@ from minispec.sampling_params import _SAMPLING_EPS, SamplingParams, SamplingType
 
 @dataclass
 class SamplingMetadata:
+    """The batch's sampling parameters, one row per request, with vLLM's conventions:
+
+    - A tensor field is None when no row uses the feature, so the sampler skips that op entirely.
+    - `temperature` [B] holds each row's own value, greedy rows included (0.0); it is None when every row is
+      greedy. The sampler takes the argmax for rows with temperature < 1e-5 and, before dividing the random
+      rows by their temperature, replaces the greedy rows' temperature by 1.0 to avoid dividing by zero.
+    - `top_k` [B] int64: a row where top-k is off (top_k 0, or >= vocab_size) holds `vocab_size` (keeps all).
+    - `top_p` [B] float32: a row where top-p is off holds 1.0. `min_p` [B]: off is 0.0.
+    - `prompt_token_ids` [B, max_prompt_len] int64, padded with `vocab_size`; built only when penalties are
+      on.
+    - `generators`: batch row index -> that request's `torch.Generator`, for seeded random requests. The
+      generator belongs to the request and lives across steps (the engine owns it); see `make_generator`.
+    """
+
     temperature: torch.Tensor | None  # [B] float32, None when all rows are greedy
     all_greedy: bool
     all_random: bool

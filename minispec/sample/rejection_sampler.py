@@ -2,32 +2,9 @@
 
 vLLM: vllm/v1/sample/rejection_sampler.py. The Triton kernels live in kernels/rejection_sampler.py (imported
 as `minispec.kernels.rejection_sampler`); this file holds the PyTorch reference with the same semantics and
-picks one of the two per call.
-
-Per request with d drafts the output row [max_spec_len + 1] holds, then -1 padding (PLACEHOLDER_TOKEN_ID):
-- greedy rows (temperature < 1e-5): the drafts that equal the target argmax, then the target argmax at the
-  first mismatch; or all d drafts and the bonus token when none mismatched.
-- random rows: draft x at position j is accepted iff p_draft(x) > 0 and p_target(x) / p_draft(x) >= u_j
-  (u_j ~ U[0, 1), one per draft); without draft probs (n-gram drafts, one-hot) iff p_target(x) >= u_j.
-  At the first rejection a recovered token is drawn from max(p_target - p_draft, 0) (or p_target with x
-  zeroed) by the exponential race argmax(prob / q), one q ~ Exp(1) row per request shared by its positions.
-  When nothing is rejected the bonus token follows. Leviathan et al. (2023) show the emitted token at each
-  position is then distributed exactly as p_target.
-
-Every draft position is judged by the distribution plain sampling would draw from there: the target logits
-go through the sampler's whole pipeline first (`apply_logits_processors`: logit bias and penalties, whose
-output history at draft position j is the request's output plus drafts 0..j-1; then
-`apply_sampling_constraints`: temperature, min-p, top-k, top-p). The bonus token is drawn by the Sampler with
-`predict_bonus_token=True` (its history counts every draft). So greedy verification reproduces greedy
-decoding under any parameter, and sampled verification keeps the target's processed distribution. vLLM
-v0.32.0 refuses min-p and logit bias under speculation; minispec applies them exactly.
-
-Logprobs (raw_logprobs mode, vLLM's default, the mode plain sampling uses): for every emitted token, the
-log-softmax of the target's logits at its position, with the top-N and the token's rank.
-
-The random numbers are drawn first (`generate_uniform_probs`, `generate_recovery_exponentials`) and then
-handed to pure functions (`*_ref` here, the kernels' launchers there) that must agree bit for bit. minispec
-leaves out vLLM's synthetic acceptance mode, bad words and allowed-token masks (minispec has neither).
+picks one of the two per call. The rules: `RejectionSampler`. vLLM v0.32.0 refuses min-p and logit bias under
+speculation; minispec applies them exactly. It leaves out vLLM's synthetic acceptance mode, bad words and
+allowed-token masks (minispec has neither).
 """
 
 from __future__ import annotations
@@ -55,7 +32,31 @@ _BACKENDS = ("auto", "torch", "triton")
 
 
 class RejectionSampler(nn.Module):
-    """Verifies drafts against the target model's logits; see the module docstring for the rules."""
+    """Verifies drafts against the target model's logits.
+
+    Per request with d drafts the output row [max_spec_len + 1] holds, then -1 padding (PLACEHOLDER_TOKEN_ID):
+    - greedy rows (temperature < 1e-5): the drafts that equal the target argmax, then the target argmax at the
+      first mismatch; or all d drafts and the bonus token when none mismatched.
+    - random rows: draft x at position j is accepted iff p_draft(x) > 0 and p_target(x) / p_draft(x) >= u_j
+      (u_j ~ U[0, 1), one per draft); without draft probs (n-gram drafts, one-hot) iff p_target(x) >= u_j.
+      At the first rejection a recovered token is drawn from max(p_target - p_draft, 0) (or p_target with x
+      zeroed) by the exponential race argmax(prob / q), one q ~ Exp(1) row per request shared by its
+      positions. When nothing is rejected the bonus token follows. Leviathan et al. (2023) show the emitted
+      token at each position is then distributed exactly as p_target.
+
+    Every draft position is judged by the distribution plain sampling would draw from there: the target logits
+    go through the sampler's whole pipeline first (`apply_logits_processors`: logit bias and penalties, whose
+    output history at draft position j is the request's output plus drafts 0..j-1; then
+    `apply_sampling_constraints`: temperature, min-p, top-k, top-p). The bonus token is drawn by the Sampler
+    with `predict_bonus_token=True` (its history counts every draft). So greedy verification reproduces greedy
+    decoding under any parameter, and sampled verification keeps the target's processed distribution.
+
+    Logprobs (raw_logprobs mode, vLLM's default, the mode plain sampling uses): for every emitted token, the
+    log-softmax of the target's logits at its position, with the top-N and the token's rank.
+
+    The random numbers are drawn first (`generate_uniform_probs`, `generate_recovery_exponentials`) and then
+    handed to pure functions (`*_ref` here, the kernels' launchers there) that must agree bit for bit.
+    """
 
     def __init__(self, sampler: Sampler | None = None, backend: Backend = "auto"):
         super().__init__()
@@ -406,9 +407,8 @@ def rejection_greedy_sample_ref(
 ) -> torch.Tensor:
     """The kernel's loop, one request after another, on host copies of the small inputs (a few ids per
     request). It runs right after the target's forward, when every tensor operation pays for the caches that
-    the forward's weight reads emptied, so a handful of them beats a vectorised form's 35: 46 against 191 us
-    for one request of 8 drafts, 123 against 190 us for 64 requests; at 256 requests it is the slower one
-    (359 against 221 us)."""
+    the forward's weight reads emptied, so a handful of them beats a vectorised form's 35 up to batches of
+    some tens of requests; at a few hundred requests it is the slower one."""
     out = output_token_ids.tolist()
     drafts, targets = draft_token_ids.tolist(), target_argmax.tolist()
     bonus, ends = bonus_token_ids.tolist(), cu_num_draft_tokens.tolist()

@@ -1,21 +1,8 @@
 """Sampler: turns one row of logits per request into one token per request.
 
 Chapter 6 (vLLM's sampler). vLLM counterpart: `vllm/v1/sample/sampler.py` (`Sampler`), with
-`SamplerOutput` from `vllm/v1/outputs.py`.
-
-The order of operations is vLLM V1's (it matters: penalties see raw logits, min-p sees tempered ones):
-
-1. If logprobs are requested, take them from the raw logits (vLLM's default logprobs_mode "raw_logprobs").
-2. Work in float32, on a copy (the caller's logits are never modified).
-3. Logit bias (a processor that can change an argmax, so every row gets it).
-   [vLLM also applies allowed-token masks, bad words and min_tokens here; minispec has none of them.]
-4. Penalties: repetition, frequency, presence.
-5. Greedy rows (temperature < 1e-5) take the argmax. If every row is greedy, stop here.
-6. Divide by temperature (greedy rows divide by 1.0 instead of 0).
-7. min-p (cannot change an argmax, so it only matters to random rows).
-8. top-k, then top-p.
-9. softmax, then the exponential race; seeded rows draw from their own generator.
-10. Gather logprobs: top-N plus the sampled token and its rank.
+`SamplerOutput` from `vllm/v1/outputs.py`. The steps, in vLLM V1's order: `Sampler`. minispec leaves out
+allowed-token masks, bad words and min_tokens.
 """
 
 from dataclasses import dataclass
@@ -39,7 +26,21 @@ class SamplerOutput:
 
 
 class Sampler(nn.Module):
-    """vLLM V1's sampling pipeline (see the module docstring for the steps)."""
+    """vLLM V1's sampling pipeline. The order of operations is vLLM's (it matters: penalties see raw logits,
+    min-p sees tempered ones):
+
+    1. If logprobs are requested, take them from the raw logits (vLLM's default logprobs_mode "raw_logprobs").
+    2. Work in float32, on a copy (the caller's logits are never modified).
+    3. Logit bias (a processor that can change an argmax, so every row gets it).
+       [vLLM also applies allowed-token masks, bad words and min_tokens here; minispec has none of them.]
+    4. Penalties: repetition, frequency, presence.
+    5. Greedy rows (temperature < 1e-5) take the argmax. If every row is greedy, stop here.
+    6. Divide by temperature (greedy rows divide by 1.0 instead of 0).
+    7. min-p (cannot change an argmax, so it only matters to random rows).
+    8. top-k, then top-p.
+    9. softmax, then the exponential race; seeded rows draw from their own generator.
+    10. Gather logprobs: top-N plus the sampled token and its rank.
+    """
 
     def forward(
         self,

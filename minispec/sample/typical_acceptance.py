@@ -1,14 +1,7 @@
 """Typical acceptance: Medusa's verification rule, which accepts any draft the target finds plausible enough.
 
 Chapter 3. vLLM counterpart: V0's `vllm/model_executor/layers/typical_acceptance_sampler.py` (removed in V1);
-the rule is `evaluate_posterior` in FasterDecoding/Medusa `medusa/model/utils.py`. Draft x at a position is
-accepted iff
-
-    p_target(x) > min(posterior_threshold, posterior_alpha * exp(-H(p_target)))
-
-where H is the entropy of the target's distribution there: a confident (low-entropy) target demands up to
-`posterior_threshold` of probability, a spread-out one accepts less likely tokens. The first rejected position
-takes the target's argmax; when every draft passes, the bonus token is sampled as usual.
+the rule is `evaluate_posterior` in FasterDecoding/Medusa `medusa/model/utils.py` (`typical_acceptance_mask`).
 
 NOT distribution-preserving: output no longer follows the target's distribution (rejection sampling does);
 it trades that for longer accepted runs at high temperature. At temperature 0 the target distribution is
@@ -43,7 +36,12 @@ def typical_acceptance_mask(
     posterior_threshold: float = DEFAULT_POSTERIOR_THRESHOLD,
     posterior_alpha: float = DEFAULT_POSTERIOR_ALPHA,
 ) -> torch.Tensor:  # [N] bool
-    """Medusa's criterion, position by position."""
+    """Medusa's criterion, position by position: draft x is accepted iff
+
+        p_target(x) > min(posterior_threshold, posterior_alpha * exp(-H(p_target)))
+
+    where H is the entropy of the target's distribution there: a confident (low-entropy) target demands up to
+    `posterior_threshold` of probability, a spread-out one accepts less likely tokens."""
     probs = target_probs.float()
     entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum(dim=-1)  # [N]; 0 log 0 counts as 0
     threshold = torch.clamp(posterior_alpha * torch.exp(-entropy), max=posterior_threshold)  # [N]
@@ -64,7 +62,9 @@ def target_probs_for_acceptance(
 
 
 class TypicalAcceptanceSampler(nn.Module):
-    """Same inputs and output as RejectionSampler (no draft probabilities: the rule ignores them)."""
+    """Same inputs and output as RejectionSampler (no draft probabilities: the rule ignores them). The first
+    rejected position takes the target's argmax; when every draft passes, the bonus token is sampled as
+    usual."""
 
     def __init__(
         self,

@@ -1,64 +1,27 @@
-"""EAGLE's draft trees: the EAGLE-2 knobs, the tree a step drafted, and the drafting of static and dynamic trees.
+"""EAGLE's draft trees: the tree a step drafted, and the drafting of static and EAGLE-2 dynamic trees.
 
 Chapter 4. Beyond vLLM v0.32.0, which has no token trees: static trees (`speculative_token_tree`, drafted by
-`propose_tree` in `vllm/v1/spec_decode/llm_base_proposer.py`) were last in vLLM v0.20.2; dynamic trees follow `topK_genrate`
+`propose_tree` in `vllm/v1/spec_decode/eagle.py`) were last in vLLM v0.20.2; dynamic trees follow `topK_genrate`
 in SafeAILab/EAGLE `eagle/model/cnets.py` (no vLLM release has them).
 
-EAGLE-2 (dynamic): the root's top_k children form depth 1; at each of `depth` steps the top_k nodes of the
-newest depth by cumulative draft log-probability (the sum of log-probs along the path) run through the
-draft, each adding its top_k children; finally the `total_tokens - 1` best of all generated nodes are kept.
-A child's score never exceeds its parent's, and ties go to the earlier node, so the kept set is a tree;
-nodes are listed in creation order, parents before children.
-
-Static: the node with rank path p takes its parent's top-(p[-1] + 1) draft token; the nodes that have
-children run through the draft, one depth per forward.
-
-Every depth is one batched forward over all requests (`EagleProposer._run_depth`); node tokens, parents,
-scores and ancestor masks live in [B, nodes] tensors, so no Python runs per node while the tree grows. An eager
-head prunes on the host over lists (`_keep_best`), one sort per request: right after the head's forwards a dozen
-small array operations cost more than that (docs/benchmarks.md). A compiled head's graph prunes too (`prune`),
-and picks each depth's frontier, with comparisons of every pair where the host sorts: inside the graph they are
-a few loops, where two library sorts a depth and the host's pruning took 0.1 ms and 45 us of a call.
+EAGLE-2: the root's top_k children form depth 1; at each of `depth` steps the top_k nodes of the newest depth
+by cumulative draft log-probability run through the draft, each adding its top_k children; finally the
+`total_tokens - 1` best of all generated nodes are kept. A child never outscores its parent, and ties go to the
+earlier node, so the kept set is a tree. Static: the node with rank path p takes its parent's top-(p[-1] + 1)
+token. Every depth is one batched forward over all requests (`_run_depth`).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
+from minispec.attention.paged_attention import AttentionMetadata, slots_of
+from minispec.config import DynamicTreeConfig
+from minispec.spec_decode.llm_base_proposer import DraftBatch
 from minispec.spec_decode.tree import SpecTree
-
-
-@dataclass
-class DynamicTreeConfig:
-    """EAGLE-2's knobs (EAGLE's names). EAGLE's defaults: total_tokens 60, depth 5 to 7, top_k 10."""
-
-    total_tokens: int = 16  # tree size including the root: total_tokens - 1 draft nodes are verified
-    depth: int = 6  # expansion steps after the first: the tree is at most depth + 1 deep
-    top_k: int = 2  # children per expanded node, and nodes expanded per depth
-
-    def __post_init__(self) -> None:
-        for name in ("total_tokens", "depth", "top_k"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be an integer >= 1")
-        if self.total_tokens < 2:
-            raise ValueError(f"total_tokens={self.total_tokens} must be >= 2 (the root plus one node)")
-        if self.total_tokens - 1 > self.num_generated:
-            raise ValueError(
-                f"total_tokens={self.total_tokens}: only top_k + depth * top_k^2 = {self.num_generated} nodes are "
-                "generated"
-            )
-
-    @property
-    def num_nodes(self) -> int:
-        return self.total_tokens - 1
-
-    @property
-    def num_generated(self) -> int:
-        return self.top_k + self.depth * self.top_k**2
 
 
 @dataclass
@@ -93,6 +56,22 @@ class DraftTree:
         return self._spec_tree
 
 
+@dataclass
+class DraftKeys:
+    """What a depth attends to (`TreeDrafting._draft_keys`): the committed entries and a run region of R slots,
+    of which its mask keeps only its ancestors and itself. Eager depths build them for the slots written so far;
+    the one graph of a compiled head builds them once per call for the whole run region."""
+
+    key_slots: (
+        torch.Tensor
+    )  # [B, S] cache slots of entries 0 .. S - 1, S = max committed + R (0 past a row's own)
+    committed_keys: torch.Tensor  # [B, S] bool: a committed entry, which every query sees
+    run: torch.Tensor  # [B, S] an entry's run slot, clamped to 0 .. R - 1
+    in_run: torch.Tensor  # [B, S] bool: an entry of the run region
+    run_slots: torch.Tensor  # [B, R] the cache slot of each run slot
+    last_position: torch.Tensor  # [B] committed - 1: a depth-d query sits at RoPE position last_position + d
+
+
 def _top_children(proposer, out: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Log-probs [..., width] and target ids [..., width] of the best candidates of each row of `out`."""
     logp = proposer._log_probs(out)  # [..., draft vocab]
@@ -101,48 +80,15 @@ def _top_children(proposer, out: torch.Tensor, width: int) -> tuple[torch.Tensor
     return top.values, proposer.draft.draft_to_target(top.indices)
 
 
-def prune(tokens: torch.Tensor, parents: torch.Tensor, scores: torch.Tensor, num_keep: int):
-    """`TreeDrafting._keep_best` with tensor ops, for the one graph of a compiled head: of the generated nodes
-    ([B, G] each), the num_keep best by score (ties: the earlier node) in creation order, as [B, 3, N] int64 (each
-    kept node's index among the generated, its target id, its parent's number 1..N or 0 for the root) and their
-    scores [B, N]. A kept node's parent is kept: a child never outscores its parent, and ties go to the earlier."""
-    keep = best_in_creation_order(scores, num_keep)  # [B, N]
-    parent = parents.gather(1, keep)  # [B, N] the parent's index among the generated, -1 for the root
-    number = torch.where(parent < 0, 0, (keep[:, None, :] < parent[:, :, None]).sum(-1) + 1)  # [B, N]
-    return torch.stack([keep, tokens.gather(1, keep), number], dim=1), scores.gather(1, keep)
-
-
-def best_in_creation_order(scores: torch.Tensor, k: int) -> torch.Tensor:
-    """[B, k]: the columns of the k best scores of each row of `scores` [B, M] (ties: the earlier column), in
-    ascending order; a stable descending sort's first k columns, sorted again. Written as comparisons of every
-    pair (M = top_k^2 is small), which a compiled graph runs in its own loops: two library sorts a depth cost an
-    EAGLE-2 tree's call more (docs/benchmarks.md, "A tree's call without its sorts")."""
-    col = torch.arange(scores.shape[1], device=scores.device)  # [M]
-    earlier = col[None, :] < col[:, None]  # [M, M]: column j before column i
-    s_i, s_j = scores[:, :, None], scores[:, None, :]  # [B, M, 1], [B, 1, M]
-    rank = ((s_j > s_i) | ((s_j == s_i) & earlier)).sum(-1)  # [B, M] place in the stable descending order
-    kept = rank < k  # [B, M]: k per row
-    place = (kept[:, None, :] & earlier).sum(-1)  # [B, M] kept columns before each column
-    hit = kept[:, None, :] & (
-        place[:, None, :] == torch.arange(k, device=scores.device)[None, :, None]
-    )  # [B, k, M]
-    return (hit * col).sum(-1)  # [B, k]
-
-
-def pruned_trees(
-    kept: torch.Tensor, kept_scores: torch.Tensor, histories
-) -> tuple[list[DraftTree], list[list[int]]]:
-    """`TreeDrafting._keep_best`'s trees and kept nodes from `prune`'s tensors: one copy to the host, no sorting
-    there."""
-    trees, keeps = [], []
-    for (keep, tokens, parents), scores, history in zip(kept.tolist(), kept_scores.tolist(), histories):
-        trees.append(DraftTree(history[-1], tokens, [-1, *parents], scores))
-        keeps.append(keep)
-    return trees, keeps
+def next_frontier(new_scores: torch.Tensor, k: int) -> torch.Tensor:
+    """[B, K]: the columns of the k best of each row of `new_scores` [B, M] (ties: the earlier column), in
+    ascending order: a stable sort, best first, then a sort."""
+    order = new_scores.sort(dim=1, descending=True, stable=True).indices[:, :k]
+    return order.sort(dim=1).values
 
 
 class TreeDrafting:
-    """Tree drafting for EagleProposer (which provides _run_depth, _log_probs, draft, tree, dynamic_tree)."""
+    """Tree drafting for EagleProposer (which provides the draft, run_first_pass, tree and dynamic_tree)."""
 
     # ---- static trees -------------------------------------------------------------------------------
     def _init_static_tree(self, tree: SpecTree) -> None:
@@ -175,10 +121,10 @@ class TreeDrafting:
 
     def _draft_static_tree(self, batch, histories) -> list[DraftTree]:
         tree, width, dev = self.tree, self._static_width, self.device
-        num_reqs = len(batch.states)
+        num_reqs = len(batch.rows)
         tokens = torch.zeros(num_reqs, tree.num_nodes + 1, dtype=torch.long, device=dev)  # [B, N + 1]
         scores = torch.zeros(num_reqs, tree.num_nodes + 1, device=dev)
-        root_out, root_feed = self._run_first_pass(self._first_inputs(batch))  # [B, H] each
+        root_out, root_feed = self.run_first_pass(batch)  # [B, H] each
         values, ids = _top_children(self, root_out, width)  # [B, W]
         feeds: dict[int, torch.Tensor] = {}  # run node -> its fed-back state [B, H]
         node = 1
@@ -217,42 +163,50 @@ class TreeDrafting:
     def _draft_tree(self, batch, histories) -> list[DraftTree]:
         if self.dynamic_tree is None:
             return self._draft_static_tree(batch, histories)
-        if self.in_one_graph:  # a compiled head: the first pass, the whole tree and its pruning in one graph
-            tokens, parents, scores, frontiers, kept, kept_scores = self._draft_in_graph(batch, chain=False)
-            trees, keep = pruned_trees(kept, kept_scores, histories)
-        else:
 
-            def run_depth(tokens, hidden, depth, first, seen):  # the keys written so far, rebuilt per depth
-                num_run = first + tokens.shape[1]
-                return self._run_depth(
-                    self._draft_keys(batch, num_run), tokens, hidden, depth, first, seen[:, :, :num_run]
-                )
+        def run_depth(tokens, hidden, depth, first, seen):  # the keys written so far, rebuilt per depth
+            num_run = first + tokens.shape[1]
+            return self._run_depth(
+                self._draft_keys(batch, num_run), tokens, hidden, depth, first, seen[:, :, :num_run]
+            )
 
-            root = self._run_first_pass(self._first_inputs(batch))  # outputs, fed-back states [B, H]
-            tokens, parents, scores, frontiers = self._grow_tree(*root, run_depth, self.dynamic_tree)
-            trees, keep = self._keep_best(tokens, parents, scores, histories)
+        root = self.run_first_pass(batch)  # outputs, fed-back states [B, H]
+        tokens, parents, scores, frontiers = self._grow_tree(*root, run_depth, self.dynamic_tree)
+        trees, keep = self._keep_best(tokens, parents, scores, histories)
         if self.tree_log is not None:
-            cfg = self.dynamic_tree
-            depths = torch.cat(
-                [torch.ones(cfg.top_k, dtype=torch.long)]
-                + [torch.full((cfg.top_k**2,), d + 2, dtype=torch.long) for d in range(cfg.depth)]
-            ).tolist()
-            for b, tree in enumerate(trees):
-                tree.expansion = TreeExpansion(
-                    tokens[b].tolist(),
-                    parents[b].tolist(),
-                    scores[b].tolist(),
-                    depths,
-                    [f[b].tolist() for f in frontiers],
-                    keep[b],
-                )
+            self.log_expansions(trees, tokens, parents, scores, frontiers, keep)
         return trees
 
-    def _grow_tree(self, root_out: torch.Tensor, root_feed: torch.Tensor, run_depth, cfg: DynamicTreeConfig):
+    def log_expansions(self, trees, tokens, parents, scores, frontiers, keep) -> None:
+        """Each tree's EAGLE-2 expansion (`TreeExpansion`), for the proposer's tree_log."""
+        cfg = self.dynamic_tree
+        depths = torch.cat(
+            [torch.ones(cfg.top_k, dtype=torch.long)]
+            + [torch.full((cfg.top_k**2,), d + 2, dtype=torch.long) for d in range(cfg.depth)]
+        ).tolist()
+        for b, tree in enumerate(trees):
+            tree.expansion = TreeExpansion(
+                tokens[b].tolist(),
+                parents[b].tolist(),
+                scores[b].tolist(),
+                depths,
+                [f[b].tolist() for f in frontiers],
+                keep[b],
+            )
+
+    def _grow_tree(
+        self,
+        root_out: torch.Tensor,
+        root_feed: torch.Tensor,
+        run_depth,
+        cfg: DynamicTreeConfig,
+        best=next_frontier,
+    ):
         """EAGLE-2's expansion from the root's outputs root_out, root_feed [B, H]: every generated node's target id,
         parent and cumulative score ([B, G] each) and the frontier run at each depth ([B, K] per depth).
         `run_depth(tokens, hidden, depth, first_slot, seen)` runs one depth's frontier through the draft. With
-        top_k = 1 the tree is a greedy chain of depth + 1 drafts, each the argmax after the one before."""
+        top_k = 1 the tree is a greedy chain of depth + 1 drafts, each the argmax after the one before. `best`
+        picks the next frontier (`next_frontier`; a compiled graph passes its own, with the same result)."""
         dev = root_out.device
         k, num_reqs = cfg.top_k, root_out.shape[0]
         num_nodes, num_run = cfg.num_generated, cfg.depth * k
@@ -282,135 +236,10 @@ class TreeDrafting:
             # next frontier: the top_k new nodes by score (ties: the earlier node), in creation order
             if k == 1:  # a chain: its one new node
                 frontier = torch.full_like(frontier, base)
-            elif torch.compiler.is_compiling():  # the same selection as comparisons, in the graph's own loops
-                frontier = base + best_in_creation_order(scores[:, new], k)
             else:
-                order = scores[:, new].sort(dim=1, descending=True, stable=True).indices[:, :k]  # [B, K]
-                frontier = base + order.sort(dim=1).values
+                frontier = base + best(scores[:, new], k)  # [B, K]
             hidden = feed.repeat_interleave(k, dim=1)[rows, frontier - base]  # [B, K, H] each parent's state
         return tokens, parents, scores, frontiers
-
-    def _draft_in_graph(self, batch, chain: bool):
-        """`_grow_tree_in_graph`, compiled at its first call (a variant for one entry in the first pass, one for
-        several); returns what _grow_tree returns (the frontiers stacked, [depth, B, K], from the call compiled
-        ahead of time), then a tree's pruned tree (`prune`). `chain`: the greedy chain (a tree of top_k 1). A chain of
-        one request multiplies one row at every depth: its own compiled function takes `one_row_options`
-        (Inductor's own loops). One request's tree multiplies top_k rows: its function takes
-        `one_request_tree_options` (Inductor's C++ GEMMs in float32). Batches keep the packed products."""
-        kind = "batch" if len(batch.states) > 1 else "one row" if chain else "tree"
-        one_request = kind != "batch" and self.metadata_in_graph  # the graph builds its metadata itself
-        if one_request:
-            block_ids = torch.from_numpy(batch.block_table[0]).to(self.device)
-            if (
-                self.aot_compile and self.device.type == "cpu"
-            ):  # one call into a library compiled ahead of time
-                aot = self._ahead_of_time(kind, chain)
-                span = batch.context[0] + batch.input_ids.shape[0] + self.max_nodes_run
-                key_pos = self._key_positions[
-                    :span
-                ]  # [S] a view: arange costs tens of us after a target forward
-                args = (batch.input_ids, batch.features, block_ids, key_pos, self.kv_caches[0])
-                if aot.accepts(*args):
-                    return aot(*args)  # the frontiers stacked, [depth, 1, K]
-        method = self._grow_tree_one_request if one_request else self._grow_tree_in_graph
-        key = f"{kind}, {'graph' if one_request else 'host'} metadata"
-        if key not in self._compiled_grow_tree:
-            from minispec.compilation.decorators import compile_drafting_call
-
-            self._build_rope_tables()
-            self._compiled_grow_tree[key] = compile_drafting_call(method, self.draft, kind)
-        if one_request:
-            return self._compiled_grow_tree[key](
-                batch.input_ids, batch.features, block_ids, batch.context[0], chain
-            )
-        keys = self._draft_keys(batch, self.max_nodes_run)
-        return self._compiled_grow_tree[key](self._first_inputs(batch), keys, chain)
-
-    def _build_rope_tables(self) -> None:
-        from minispec.model_executor.models.llama import RotaryEmbedding
-
-        for (
-            module
-        ) in self.draft.modules():  # RoPE's table built now: built in the graph, it costs a recompile
-            if isinstance(module, RotaryEmbedding):
-                module._table()
-
-    def _ahead_of_time(self, kind: str, chain: bool):
-        """`_grow_tree_ahead_of_time` compiled ahead of time (`minispec/compilation/aot.py`) for one request's chain
-        or tree, built at its first call: 1 to depth + 1 new entries (a verified step's accepted drafts and bonus
-        token; a prompt's first call takes torch.compile's graph) and a context of at least one entry."""
-        key = f"{kind}, ahead of time"
-        if key not in self._compiled_grow_tree:
-            from minispec.compilation.aot import AotCompiledCall
-            from minispec.compilation.decorators import drafting_call_options
-
-            self._build_rope_tables()
-            max_new, kv_cache = self.max_draft_depth + 1, self.kv_caches[0]
-            num_blocks = kv_cache.shape[1] // self.block_size
-            span = self.max_nodes_run + max_new + 1  # the shortest key span taken: context >= 1
-            example = (
-                torch.zeros(2, dtype=torch.long),
-                torch.zeros(2, self.draft.config.hidden_size, dtype=self._dtype),
-                torch.arange(min(num_blocks, 2 + span // self.block_size)),
-                torch.arange(span + 1),
-                kv_cache,
-            )
-            new, keys = ("new", 1, max_new), ("keys", span, self.max_model_len + self.max_nodes_run)
-            # one longer than the longest span taken, so that a longer one, cut to it, would not be accepted
-            self._key_positions = torch.arange(keys[2] + 1, device=self.device)
-            dynamic = {0: {0: new}, 1: {0: new}, 2: {0: ("blocks", 1, num_blocks)}, 3: {0: keys}}
-            self._compiled_grow_tree[key] = AotCompiledCall(
-                functools.partial(self._grow_tree_ahead_of_time, chain=chain),
-                self.draft,
-                tuple(t.to(self.device) for t in example),
-                drafting_call_options(self.draft, kind),
-                dynamic,
-            )
-        return self._compiled_grow_tree[key]
-
-    def _grow_tree_ahead_of_time(self, input_ids, features, block_ids, key_pos, kv_cache, chain: bool):
-        """`_grow_tree_one_request` with tensors only, as an exported graph takes them: the context is the length of
-        key_pos ([S], the call's key positions 0 .. S - 1) less the new entries and the run slots, and kv_cache is
-        the head's cache, written in place. Returns the frontiers stacked, [depth, 1, K]."""
-        num_computed_tokens = key_pos.shape[0] - input_ids.shape[0] - self.max_nodes_run
-        caches, self.kv_caches = self.kv_caches, [kv_cache]
-        try:
-            tokens, parents, scores, frontiers, *pruned = self._grow_tree_one_request(
-                input_ids, features, block_ids, num_computed_tokens, chain
-            )
-        finally:
-            self.kv_caches = caches
-        return tokens, parents, scores, torch.stack(frontiers), *pruned
-
-    def _grow_tree_one_request(self, input_ids, features, block_ids, num_computed_tokens: int, chain: bool):
-        """`_grow_tree_in_graph` for one request, its metadata built in the graph (`_one_request_inputs`): the host
-        hands over three tensors and an int."""
-        return self._grow_tree_in_graph(
-            *self._one_request_inputs(input_ids, features, block_ids, num_computed_tokens), chain
-        )
-
-    def _grow_tree_in_graph(self, first, keys, chain: bool):
-        """The first pass, `_grow_tree` with every depth on the call's keys, and `prune`: what a compiled head
-        compiles whole, so the framework's per-call cost (guards, the graph's wrapper) is paid once per drafting
-        call, not once per forward, and the tree's small tensor ops fuse. A chain keeps every node: no pruning."""
-        forward = functools.partial(type(self.draft).forward, self.draft)  # its own, not the compiled one
-        root_out, root_feed = self._run_first_pass(first, forward)
-
-        def run_depth(tokens, hidden, depth, first_slot, seen):
-            return self._run_depth(keys, tokens, hidden, depth, first_slot, seen, forward)
-
-        if chain:
-            return self._grow_tree(root_out, root_feed, run_depth, self.greedy_chain)
-        tokens, parents, scores, frontiers = self._grow_tree(
-            root_out, root_feed, run_depth, self.dynamic_tree
-        )
-        return (
-            tokens,
-            parents,
-            scores,
-            frontiers,
-            *prune(tokens, parents, scores, self.dynamic_tree.num_nodes),
-        )
 
     def _keep_best(self, tokens, parents, scores, histories) -> tuple[list[DraftTree], list[list[int]]]:
         """The total_tokens - 1 best nodes of each request (ties: the earlier node), renumbered 1..N in
@@ -437,3 +266,60 @@ class TreeDrafting:
             )
             keeps.append(keep)
         return trees, keeps
+
+    # ---- one forward over a depth's nodes, every request at once ------------------------------------------
+    def _draft_keys(self, batch: DraftBatch, num_run: int) -> DraftKeys:
+        """The keys of run slots 0 .. num_run - 1 after the committed entries. Built on the host with numpy from
+        the batch's host copies, as `causal_metadata` is (a dozen torch ops on [B, S] indices cost more than
+        their arithmetic), then moved to the device."""
+        committed = np.asarray(batch.seq_lens, dtype=np.int64)  # [B] committed entries
+        span = int(committed.max()) + num_run
+        key_pos = np.broadcast_to(np.arange(span), (committed.shape[0], span))  # [B, S]
+        valid = key_pos < (committed + num_run)[:, None]
+        run = key_pos - committed[:, None]  # [B, S] index into the run region (negative: committed)
+        run_pos = committed[:, None] + np.arange(num_run)  # [B, R]
+
+        def device(x: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
+
+        return DraftKeys(
+            key_slots=device(np.where(valid, slots_of(batch.block_table, key_pos, self.block_size), 0)),
+            committed_keys=device(key_pos < committed[:, None]),
+            run=device(run.clip(0, num_run - 1)),
+            in_run=device((run >= 0) & valid),
+            run_slots=device(slots_of(batch.block_table, run_pos, self.block_size)),
+            last_position=device(committed - 1),
+        )
+
+    def _run_depth(
+        self,
+        keys: DraftKeys,
+        tokens: torch.Tensor,  # [B, Q] draft inputs (target ids)
+        hidden: torch.Tensor,  # [B, Q, H] their parents' fed-back states
+        depth: int,  # every query sits at this depth
+        first_slot: int,  # run-slot index of query 0 (slots committed + first_slot + q)
+        ancestors: torch.Tensor,  # [B, Q, R] bool: run slots each query sees (its ancestors and itself)
+        forward=None,  # the draft's own forward inside the one graph of a compiled head; else the draft
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One depth's queries through the draft. Returns (outputs for logits, outputs to feed back), each
+        [B, Q, H]."""
+        num_reqs, num_q = tokens.shape
+        dev = tokens.device
+        seen = ancestors.gather(2, keys.run[:, None, :].expand(num_reqs, num_q, -1))  # [B, Q, S]
+        mask = keys.committed_keys[:, None, :] | (keys.in_run[:, None, :] & seen)  # [B, Q, S]
+        meta = AttentionMetadata(
+            num_tokens=num_reqs * num_q,
+            slot_mapping=keys.run_slots[:, first_slot : first_slot + num_q].flatten(),
+            query_index=torch.arange(num_reqs * num_q, device=dev).view(num_reqs, num_q),
+            output_index=torch.arange(num_reqs * num_q, device=dev),
+            key_slots=keys.key_slots,
+            attn_mask=mask[:, None],
+            is_uniform_decode=True,  # num_q queries for every request
+        )
+        positions = (keys.last_position + depth).repeat_interleave(num_q)  # [B * Q] RoPE position c - 1 + d
+        forward = forward or self.draft
+        out, feed = forward(tokens.flatten(), positions, hidden.flatten(0, 1), self.kv_caches, meta)
+        return out.view(num_reqs, num_q, -1), feed.view(num_reqs, num_q, -1)
+
+    def _log_probs(self, out: torch.Tensor) -> torch.Tensor:
+        return self.draft.compute_logits(out).float().log_softmax(dim=-1)  # [..., draft vocab]

@@ -1,34 +1,9 @@
 """MedusaProposer: drafts from Medusa heads over the target's last hidden state, as a chain or a tree.
 
 Chapter 3. vLLM counterpart: `vllm/v1/spec_decode/medusa.py` (chain mode only there: head i's argmax);
-tree mode follows FasterDecoding/Medusa (`generate_candidates` in `medusa/model/utils.py`).
-
-The target's forward at the request's last accepted token t gave the hidden state h_t (after the final norm);
-the target's lm_head turned it into token t + 1, which was just sampled. Head i turns the same h_t into a
-guess for token t + 2 + i, so one cheap call on h_t drafts every position at once (the heads never see each
-other's guesses):
-
-- chain mode: draft i = argmax of head i, for i < num_speculative_tokens;
-- tree mode: node with rank path p at depth d = head d-1's candidate of rank p[-1] (its top-k list), so
-  siblings are a head's alternatives; the tree's nodes are returned in tree order and the model runner
-  verifies them in one forward with the tree attention mask (see `minispec/spec_decode/tree.py`).
-
-With speculative_config `draft_vocab_size` n (FR-Spec, minispec's key) heads that share one projection score
-only the n most frequent tokens of their folder's `token_counts.json`: vLLM's truncated vocabulary
-(`truncated_vocab_size` and `token_map`), chosen when the engine loads (`Medusa.set_token_map`).
-
-Drafts are deterministic (top-k of the heads), so the rejection sampler treats them as one-hot and sampling
-stays lossless; typical acceptance (`minispec/sample/typical_acceptance.py`) is the Medusa paper's
-alternative.
-
-Heads compiled (speculative_config `enforce_eager=False`) draft in one compiled graph per call,
-`draft_token_ids`: the heads, their top-k, the mapping to target ids and the tree's order, so the host makes
-one call and one `tolist`. At batch 1 every product multiplies a handful of rows and becomes Inductor's own
-loop (`one_row_options`), and on a CPU the graph is compiled ahead of time (`aot_compile`,
-`minispec/compilation/aot.py`): one call into a shared library, without Dynamo's guards or Python wrappers.
-vLLM v0.32.0 compiles the heads' forward only and takes each head's argmax eagerly; minispec's whole-call graph
-is its own, as the draft model's and the EAGLE head's (docs/benchmarks.md, "Medusa's drafting call ahead of
-time").
+tree mode follows FasterDecoding/Medusa (`generate_candidates` in `medusa/model/utils.py`). How the heads
+draft: `MedusaProposer`. Beyond vLLM: speculative_config `draft_vocab_size` (FR-Spec, `frequent_tokens`).
+Compiled heads draft in one graph per call through the seam `compiled_propose` (minispec/compilation/).
 """
 
 from __future__ import annotations
@@ -44,6 +19,23 @@ from minispec.spec_decode.tree import SpecTree, check_tree_ranks
 
 
 class MedusaProposer:
+    """Drafts every position at once from the Medusa heads.
+
+    The target's forward at the request's last accepted token t gave the hidden state h_t (after the final
+    norm); the target's lm_head turned it into token t + 1, which was just sampled. Head i turns the same h_t
+    into a guess for token t + 2 + i, so one cheap call on h_t drafts every position at once (the heads never
+    see each other's guesses):
+
+    - chain mode: draft i = argmax of head i, for i < num_speculative_tokens;
+    - tree mode: node with rank path p at depth d = head d-1's candidate of rank p[-1] (its top-k list), so
+      siblings are a head's alternatives; the tree's nodes are returned in tree order and the model runner
+      verifies them in one forward with the tree attention mask (see `minispec/spec_decode/tree.py`).
+
+    Drafts are deterministic (top-k of the heads), so the rejection sampler treats them as one-hot and
+    sampling stays lossless; typical acceptance (`minispec/sample/typical_acceptance.py`) is the Medusa
+    paper's alternative.
+    """
+
     needs_target_hidden_states = True  # the model runner passes the hidden state at each last valid token
 
     def __init__(self, heads: Medusa, num_speculative_tokens: int, tree: SpecTree | None = None):
@@ -56,9 +48,8 @@ class MedusaProposer:
         self.heads = heads
         self.num_heads = needed
         self.tree = tree
-        # "ahead of time" (batch 1 on a CPU), "one row" (batch 1) or "batch" -> draft_token_ids compiled
-        self._compiled_draft: dict[str, Callable] = {}
-        self.aot_compile = True  # compiled heads at batch 1 on a CPU: the call compiled ahead of time
+        # the seam: compiled heads draft through one graph per call (minispec/compilation/), None when eager
+        self.compiled_propose: Callable[[torch.Tensor], torch.Tensor] | None = None
         if tree is not None:
             self.topk = 1 + max(p[-1] for p in tree.paths)
             self.node_index = (tree.tree_indices(self.topk)[1:] - 1).to(
@@ -90,12 +81,15 @@ class MedusaProposer:
             if token_map.numel() < heads.config.vocab_size:  # the whole vocabulary needs no map
                 heads.set_token_map(token_map)
         check_tree_ranks(spec, heads.config.draft_vocab_size)
-        return cls(heads, spec.num_speculative_tokens, spec.token_tree)
+        return cls(heads, spec.num_speculative_tokens, target_runner.spec_tree)
 
     @staticmethod
     def frequent_tokens(spec, path, heads: Medusa) -> torch.Tensor:
         """FR-Spec's draft vocabulary for speculative_config draft_vocab_size: the most frequent tokens of the
-        head folder's token_counts.json, for heads whose one shared projection can be cut."""
+        head folder's token_counts.json, for heads whose one shared projection can be cut.
+
+        The heads then score only those n tokens: vLLM's truncated vocabulary (`truncated_vocab_size` and
+        `token_map`), chosen when the engine loads (`Medusa.set_token_map`) instead of in the checkpoint."""
         from minispec.spec_decode.draft_vocab import draft_vocab_of
 
         where = f"speculative_config model={spec.model!r} with draft_vocab_size={spec.draft_vocab_size}"
@@ -122,11 +116,8 @@ class MedusaProposer:
         sampling_metadata: SamplingMetadata,
         target_hidden_states: torch.Tensor,  # [B, H] at each request's last valid token
     ) -> list[list[int]]:
-        aot = self._compiled_draft.get("ahead of time")
-        if aot is not None and self.aot_compile and aot.accepts(target_hidden_states):
-            return aot(target_hidden_states).tolist()
-        if getattr(self.heads, "is_compiled", False):
-            return self._draft_compiled(target_hidden_states)(target_hidden_states).tolist()
+        if self.compiled_propose is not None:
+            return self.compiled_propose(target_hidden_states).tolist()
         return self.draft_token_ids(target_hidden_states).tolist()
 
     def draft_token_ids(self, target_hidden_states: torch.Tensor) -> torch.Tensor:
@@ -144,26 +135,3 @@ class MedusaProposer:
         )  # [num_heads, B, topk]
         flat = candidates.permute(1, 0, 2).reshape(hidden.shape[0], -1)  # [B, num_heads * topk]
         return flat[:, self.node_index]  # [B, N] in tree order
-
-    def _draft_compiled(self, hidden: torch.Tensor) -> Callable:
-        """draft_token_ids compiled for these hidden states, built at the first call of its kind: "ahead of time"
-        (one request on a CPU, `aot_compile` on), "one row" (one request: `one_row_options`, its products as
-        Inductor's loops) or "batch"."""
-        from minispec.compilation.decorators import compile_drafting_call, drafting_call_options
-
-        kind = "one row" if hidden.shape[0] == 1 else "batch"
-        if kind == "one row" and self.aot_compile and hidden.device.type == "cpu":
-            if "ahead of time" not in self._compiled_draft:
-                from minispec.compilation.aot import AotCompiledCall
-
-                self._compiled_draft["ahead of time"] = AotCompiledCall(
-                    self.draft_token_ids,
-                    self.heads,
-                    (torch.zeros_like(hidden),),
-                    drafting_call_options(self.heads, kind),
-                )
-            if self._compiled_draft["ahead of time"].accepts(hidden):
-                return self._compiled_draft["ahead of time"]
-        if kind not in self._compiled_draft:
-            self._compiled_draft[kind] = compile_drafting_call(self.draft_token_ids, self.heads, kind)
-        return self._compiled_draft[kind]

@@ -1,19 +1,9 @@
 """SpecDecodeMetadata: where drafts and their logits sit in a flattened batch (chapters 6 and 8).
 
 vLLM: vllm/v1/spec_decode/metadata.py (the dataclass) and `_calc_spec_decode_metadata` in
-vllm/v1/worker/gpu_model_runner.py (the builder, here `calc_spec_decode_metadata`).
-
-A request with d drafts is scheduled d + 1 tokens (its last sampled token, then the drafts). The target model
-needs logits at all d + 1 of them: the first d verify the drafts, the last gives the bonus token. With
-`cu_num_scheduled_tokens = [4, 104, 107, 207, 209]` and `num_draft_tokens = [3, 0, 2, 0, 1]`:
-
-    logits_indices        = [0, 1, 2, 3, 103, 104, 105, 106, 206, 207, 208]   rows of the hidden states
-    target_logits_indices = [0, 1, 2, 5, 6, 9]                                rows of the logits
-    bonus_logits_indices  = [3, 4, 7, 8, 10]                                  rows of the logits
-    cu_num_draft_tokens   = [3, 3, 5, 5, 6]
-
-minispec simplifies: the caller passes the draft ids directly (vLLM gathers them from input_ids), and the
-index lists are built request by request in Python (vLLM uses numpy), then moved to `device`.
+vllm/v1/worker/gpu_model_runner.py (the builder, here `calc_spec_decode_metadata`). minispec simplifies: the
+caller passes the draft ids directly (vLLM gathers them from input_ids), and the index lists are built
+request by request in Python (vLLM uses numpy), then moved to `device`. An example: `SpecDecodeMetadata`.
 """
 
 from __future__ import annotations
@@ -27,6 +17,16 @@ import torch
 
 @dataclass
 class SpecDecodeMetadata:
+    """A request with d drafts is scheduled d + 1 tokens (its last sampled token, then the drafts). The target
+    model needs logits at all d + 1 of them: the first d verify the drafts, the last gives the bonus token.
+    With `cu_num_scheduled_tokens = [4, 104, 107, 207, 209]` and `num_draft_tokens = [3, 0, 2, 0, 1]`:
+
+        logits_indices        = [0, 1, 2, 3, 103, 104, 105, 106, 206, 207, 208]   rows of the hidden states
+        target_logits_indices = [0, 1, 2, 5, 6, 9]                                rows of the logits
+        bonus_logits_indices  = [3, 4, 7, 8, 10]                                  rows of the logits
+        cu_num_draft_tokens   = [3, 3, 5, 5, 6]
+    """
+
     # [num_draft_tokens] int32, all requests' drafts back to back
     draft_token_ids: torch.Tensor
     # [batch_size]
@@ -76,8 +76,8 @@ def calc_spec_decode_metadata(
 
     Built request by request in Python lists, then one tensor per field. It runs once per step right after
     the target's forward, whose weight reads have pushed the interpreter's, numpy's and PyTorch's working
-    sets out of the caches, so every distinct host operation then costs 10-60 us instead of 1-5. vLLM's
-    numpy version (a dozen array operations) took 0.19 ms there on the AMX CPU; this one takes 0.1 ms."""
+    sets out of the caches, so every distinct host operation then costs far more than it does warm; there
+    plain Python lists cost less than vLLM's numpy version, a dozen array operations (docs/performance.md)."""
     num_draft = np.asarray(num_draft_tokens, dtype=np.int64).reshape(-1).tolist()
     cu_scheduled = np.asarray(cu_num_scheduled_tokens, dtype=np.int64).reshape(-1).tolist()
     if (

@@ -1,22 +1,9 @@
 """Speculative decoding statistics (chapters 2, 3, 4 and 8); vLLM: `vllm/v1/spec_decode/metrics.py`.
 
-The model runner calls `observe_draft` once per request per verification with how many tokens were drafted and
-how many were accepted (tree verification calls `observe_tree` instead). From these counters come three
-numbers that are easy to confuse:
-
-- acceptance rate            = accepted / drafted tokens
-- mean acceptance length     = 1 + accepted / num_drafts (tokens emitted per target forward, bonus included)
-- per-position acceptance    = accepted at position i / num_drafts (a draft at i needs all before it)
-
-and V0's two (vLLM V0 `vllm/spec_decode/metrics.py`, removed from v0.32.0), kept with V0's formulas:
-`draft_acceptance_rate` = accepted / drafted tokens (V0 counted every accepted position; minispec's counters
-only know the accepted prefix, which is what V1 counts) and `system_efficiency` = emitted /
-(num_drafts * (k + 1)), the share of the best case that was reached.
-
-Token trees verify many nodes per step but accept one path, so their acceptance rate (accepted / nodes) is
-small by design: a tree of 15 nodes that emits 3.8 tokens per step accepts 19% of its nodes. For trees the
-per-position lists are per depth (position i = depth i + 1 on the accepted path), and `nodes_per_step` says
-how many nodes each verification costs. vLLM's Prometheus counters (`prometheus_counters`) keep their meaning.
+The model runner calls `observe_draft` once per request per verification with how many tokens were drafted
+and how many were accepted (tree verification calls `observe_tree` instead). vLLM's Prometheus counters
+(`prometheus_counters`) keep their meaning. Beyond vLLM v0.32.0: V0's two statistics and per-depth views for
+token trees. Which number means what: `SpecDecodingStats`.
 """
 
 from __future__ import annotations
@@ -36,7 +23,24 @@ PROMETHEUS_NAMES = {
 
 @dataclass
 class SpecDecodingStats:
-    """Counters aggregated over one or more engine steps (vLLM's fields, plus the tree's per-depth view)."""
+    """Counters aggregated over one or more engine steps (vLLM's fields, plus the tree's per-depth view).
+
+    From these counters come three numbers that are easy to confuse:
+
+    - acceptance rate         = accepted / drafted tokens
+    - mean acceptance length  = 1 + accepted / num_drafts (tokens emitted per target forward, bonus included)
+    - per-position acceptance = accepted at position i / num_drafts (a draft at i needs all before it)
+
+    and V0's two (vLLM V0 `vllm/spec_decode/metrics.py`, removed from v0.32.0), kept with V0's formulas:
+    `draft_acceptance_rate` = accepted / drafted tokens (V0 counted every accepted position; minispec's
+    counters only know the accepted prefix, which is what V1 counts) and `system_efficiency` = emitted /
+    (num_drafts * (k + 1)), the share of the best case that was reached.
+
+    Token trees verify many nodes per step but accept one path, so their acceptance rate (accepted / nodes) is
+    small by design: a tree of 15 nodes that emits 4 tokens per step (3 accepted, then the bonus) accepts 3 of
+    its 15 nodes, 20%. For trees the per-position lists are per depth (position i = depth i + 1 on the
+    accepted path), and `nodes_per_step` says how many nodes each verification costs.
+    """
 
     num_spec_tokens: int  # drafts per step: k for a chain, the node count for a tree
     num_drafts: int = 0  # verifications (one per request per step that carried drafts)

@@ -4,19 +4,7 @@ Chapters 3 (Medusa) and 4 (EAGLE). Beyond vLLM v0.32.0, which has no token trees
 `speculative_token_tree` (in `vllm/config/speculative.py`) and tree attention
 (`vllm/v1/attention/backends/tree_attn.py`: the tree mask and depth-based positions) were last released in
 v0.20.2. The buffers are those of `generate_medusa_buffers` in FasterDecoding/Medusa `medusa/model/utils.py`.
-
-A tree has a root (node 0: the last token the target produced) and `num_nodes` draft nodes 1..N, listed
-parents before children. A tree given as paths (Medusa's `medusa_choices`, vLLM's
-`speculative_token_tree = "[(0,), (1,), (0, 0)]"`) names each node by its ranks per depth: `(0, 1)` is the
-second-best candidate at depth 2 under the best candidate at depth 1. Paths are sorted by (depth, ranks).
-
-For the tree [(0,), (1,), (0, 0)]:
-
-    node           0 (root)  1 (0,)  2 (1,)  3 (0, 0)
-    parent         -1        0       0       1
-    position_ids   0         1       1       2        (added to the context length: RoPE position = depth)
-    attention_mask row 3 = [1, 1, 0, 1]               (a node sees the root, its ancestors and itself)
-    retrieve_indices = [[0, 1, 3], [0, 2, -1]]         (one row per leaf: the nodes on its path, -1 padded)
+How a tree is given and what its buffers hold: `SpecTree`.
 """
 
 from __future__ import annotations
@@ -32,6 +20,20 @@ MAX_TREE_NODES = 64
 
 @dataclass
 class SpecTree:
+    """A tree has a root (node 0: the last token the target produced) and `num_nodes` draft nodes 1..N, listed
+    parents before children. A tree given as paths (Medusa's `medusa_choices`, vLLM's
+    `speculative_token_tree = "[(0,), (1,), (0, 0)]"`) names each node by its ranks per depth: `(0, 1)` is the
+    second-best candidate at depth 2 under the best candidate at depth 1. Paths are sorted by (depth, ranks).
+
+    For the tree [(0,), (1,), (0, 0)]:
+
+        node           0 (root)  1 (0,)  2 (1,)  3 (0, 0)
+        parent         -1        0       0       1
+        position_ids   0         1       1       2      (added to the context length: RoPE position = depth)
+        attention_mask row 3 = [1, 1, 0, 1]             (a node sees the root, its ancestors and itself)
+        retrieve_indices = [[0, 1, 3], [0, 2, -1]]       (one row per leaf: the nodes on its path, -1 padded)
+    """
+
     parents: list[int]  # [N + 1] parent node of each node; parents[0] = -1 (the root)
     paths: list[tuple[int, ...]] | None = None  # [N] rank path of nodes 1..N, when built from paths
 
@@ -145,10 +147,18 @@ class SpecTree:
         return torch.tensor([0] + [1 + (len(p) - 1) * topk + p[-1] for p in self.paths], dtype=torch.long)
 
 
+def build_spec_tree(spec) -> SpecTree | None:
+    """The static tree of a SpeculativeConfig (None for chains and dynamic trees), with the limit of both kinds
+    of tree checked here, where the tree buffers are built (vLLM parses `speculative_token_tree` in the proposer)."""
+    if spec.dynamic_tree is not None and spec.dynamic_tree.num_nodes > MAX_TREE_NODES:
+        raise ValueError(f"total_tokens={spec.total_tokens}: at most {MAX_TREE_NODES + 1} are allowed")
+    return None if spec.tree_paths is None else SpecTree.from_paths(spec.tree_paths)
+
+
 def check_tree_ranks(spec, vocab_size: int) -> None:
     """A tree's ranks (and EAGLE-2's top_k) pick among the drafter's candidates: at most its vocabulary."""
-    if spec.token_tree is not None and spec.token_tree.paths:
-        top = 1 + max(max(p) for p in spec.token_tree.paths)
+    if spec.tree_paths:
+        top = 1 + max(max(p) for p in spec.tree_paths)
         if top > vocab_size:
             raise ValueError(
                 f"the token tree asks for the drafter's top-{top} candidates; its vocabulary "
@@ -166,7 +176,7 @@ def _host(x: torch.Tensor | np.ndarray) -> np.ndarray:
 def _mask_of_parents(parents: list[int]) -> np.ndarray:
     """[N + 1, N + 1] bool ancestor mask of one tree whose parents come before their children (-1: a root): each
     node's row is its parent's row plus itself, kept as the bits of a Python int, so the whole mask costs one
-    integer operation per node and one unpacking (a few microseconds for the trees verified every step)."""
+    integer operation per node and one unpacking, cheap enough for the trees verified every step."""
     rows: list[int] = []
     for i, p in enumerate(parents):
         rows.append((rows[p] if p >= 0 else 0) | (1 << i))

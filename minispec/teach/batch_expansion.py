@@ -26,11 +26,11 @@ import numpy as np
 import torch
 
 from minispec.core.kv_cache_manager import cdiv
+from minispec.core.kv_cache_utils import allocate_kv_caches
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.sampling_params import SamplingParams
-from minispec.worker.kv_cache import allocate_kv_caches
 from minispec.worker.model_runner import ModelRunner
 
 METHODS = ("batch_expansion", "mqa")

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from minispec.attention.paged_attention import causal_metadata
-from minispec.worker.kv_cache import allocate_kv_caches
+from minispec.core.kv_cache_utils import allocate_kv_caches
 
 
 @dataclass

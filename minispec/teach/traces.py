@@ -475,9 +475,9 @@ def eagle_first_pass(llm, tokens: list[int]) -> list[int]:
     x_{p+1} and the target's feature f_p and predicts x_{p+2}; the last entry predicts the first draft), from
     one causal pass of minispec's target and draft, as the proposer's first pass runs it."""
     from minispec.attention.paged_attention import causal_metadata
+    from minispec.core.kv_cache_utils import allocate_kv_caches
     from minispec.spec_decode.eagle import target_features
     from minispec.teach.medusa_accuracy import causal_forward
-    from minispec.worker.kv_cache import allocate_kv_caches
 
     if len(tokens) < 2:
         raise ValueError(f"tokens has {len(tokens)} entries; EAGLE's first pass needs at least 2")

@@ -123,9 +123,7 @@ def plot_v0_map() -> Figure:
             arrowprops=dict(arrowstyle="->", color="#888888", lw=0.7),
         )
         y -= n + 0.5
-    fig.suptitle(
-        "V0's vllm/spec_decode/ (removed in PR #21152, July 2025) and where each job went", fontsize=10
-    )
+    fig.suptitle("V0's vllm/spec_decode/ (removed in PR #21152) and where each job went", fontsize=10)
     return fig
 
 

@@ -61,7 +61,7 @@ class Chapter:
     short: str  # a word or two, for the figure's legend
     learn: str
     prerequisites: str
-    minutes: int  # to work through it, reading and exercises (running it takes at most 5 minutes)
+    minutes: int  # to work through it, reading and exercises (not the time its cells take to run)
     vllm: tuple[Ref, ...]
 
     def notebook(self, notebook_dir: Path = NOTEBOOK_DIR) -> str | None:
@@ -226,7 +226,7 @@ ROUTES: tuple[Route, ...] = (
         "prototyping a drafter",
         (5, 4),
         "the benchmarks (`python -m minispec.bench.spec_decode`, "
-        "`bench.eagle`, `bench.medusa`; docs/benchmarks.md)",
+        "`bench.eagle`, `bench.medusa`; docs/performance.md)",
         "what proposers exist and what they cost, the strongest one in detail, then measure yours",
     ),
 )

@@ -1,6 +1,6 @@
 """Figures for chapter 8: one engine step traced end to end, from `schedule` to the stop checks.
 
-vLLM has no counterpart file: the data are the `StepRecord`s of `minispec/engine/step_record.py`, which
+vLLM has no counterpart file: the data are the `StepRecord`s of `minispec/worker/step_record.py`, which
 `LLMEngine.step` appends when `engine.step_records` is a list (the steps of vLLM v0.32.0's
 `vllm/v1/engine/core.py` `EngineCore.step`, `vllm/v1/core/sched/scheduler.py` and
 `vllm/v1/worker/gpu_model_runner.py`, written down). `run_engine_flow` steps a few requests through a small
@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
-from minispec.engine.step_record import StepRecord
+from minispec.worker.step_record import StepRecord
 
 PHASES = ("schedule", "prepare_inputs", "forward", "sample", "verify", "propose", "update")
 PHASE_COLOURS = {

@@ -1,7 +1,7 @@
 """Helpers every chapter notebook uses: the fast-mode switch and exercise checks (all chapters).
 
 vLLM has no counterpart: these exist for the notebooks. `MINISPEC_FAST=1` (set by CI) asks for small sizes
-so a chapter runs in well under 90 s on 2 cores; without it a chapter may take up to about 5 minutes.
+so a chapter runs quickly on a small machine; without it a chapter runs at full size and takes longer.
 """
 
 from __future__ import annotations

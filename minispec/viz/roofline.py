@@ -2,7 +2,7 @@
 
 vLLM has no counterpart file. Every function returns a matplotlib Figure built without pyplot, so tests
 need no display and notebooks show each figure exactly once. Inputs come from `minispec.bench.roofline`
-(measurements), `minispec.bench.model_forward` (a real model's forward) and `minispec.bench.accelerators`
+(measurements), `minispec.bench.model_forward` (a real model's forward) and `minispec.teach.accelerators`
 (datasheets and the roofline model). Measured data are drawn as markers joined by solid lines, model
 predictions as dashed lines without markers, and every legend entry says which it is.
 """
@@ -18,7 +18,14 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from minispec.bench.accelerators import (
+from minispec.bench.roofline import (
+    MatmulMeasurement,
+    arithmetic_intensity,
+    matmul_bytes,
+    matmul_flops,
+    roofline_time,
+)
+from minispec.teach.accelerators import (
     ACCELERATORS,
     GPU_MEMORY_UTILIZATION,
     MODEL_SHAPES,
@@ -27,13 +34,6 @@ from minispec.bench.accelerators import (
     decode_step_time,
     kv_cache_bytes,
     memory_needed,
-)
-from minispec.bench.roofline import (
-    MatmulMeasurement,
-    arithmetic_intensity,
-    matmul_bytes,
-    matmul_flops,
-    roofline_time,
 )
 
 _COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
@@ -746,7 +746,7 @@ def verify_cost_table_markdown(
 ) -> str:
     """Markdown table of t(batch x (k + 1)) / t(batch) per accelerator for (model, batch, k, context_len[,
     bytes_per_param]) scenarios; "does not fit" where weights + KV exceed the memory vLLM takes."""
-    from minispec.bench.accelerators import fits_in_memory, verify_cost_ratio
+    from minispec.teach.accelerators import fits_in_memory, verify_cost_ratio
 
     names = " | ".join(a.name for a in accelerators)
     lines = [

@@ -2,7 +2,7 @@
 
 vLLM v0.32.0 has no counterpart (its numbers come from `vllm bench` and the SpecDecoding log line). Each
 function takes the plain rows a `Taxonomy` holds (dicts with method, category, batch_size, ...), the
-projection of `minispec.bench.projection`, or `Provenance` objects, and returns a matplotlib Figure, except
+projection of `minispec.teach.projection`, or `Provenance` objects, and returns a matplotlib Figure, except
 `provenance_html`, which returns an HTML string (the token strip).
 """
 

@@ -26,18 +26,17 @@ import numpy as np
 import torch
 
 from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, padded_block_table
-from minispec.compilation.decorators import compile_model
+from minispec.compilation.seams import compile_model, install_compiled_drafting
 from minispec.config import SpeculativeConfig
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
-from minispec.engine.step_record import PhaseTimer, StepRecord
 from minispec.model_executor.layers.quantization.int8 import quantize_linear_layers
 from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.outputs import Logprob
 from minispec.sample.logprobs import LogprobsTensors
 from minispec.sample.metadata import SamplingMetadata
-from minispec.sample.rejection_sampler import RejectionSampler
+from minispec.sample.rejection_sampler import MAX_SPEC_LEN, RejectionSampler
 from minispec.sample.sampler import Sampler
 from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
 from minispec.spec_decode.draft_model import DraftModelProposer
@@ -46,7 +45,8 @@ from minispec.spec_decode.medusa import MedusaProposer
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.spec_decode.ngram_proposer import NgramProposer
-from minispec.spec_decode.tree import SpecTree
+from minispec.spec_decode.tree import SpecTree, build_spec_tree
+from minispec.worker.step_record import PhaseTimer, StepRecord
 from minispec.worker.tree_verification import TreeVerificationMixin, VerificationRecord
 
 
@@ -114,6 +114,8 @@ class ModelRunner(TreeVerificationMixin):
                 compile_model(net, device, inductor_compile_config)
             elif device.type == "cpu":  # as vLLM's CPU linear method: every matmul on a packed weight
                 dispatch_cpu_unquantized_gemm(net)
+        if self.drafter is not None and not drafter_eager:
+            install_compiled_drafting(self.drafter)
 
     def _drafter_network(self) -> torch.nn.Module | None:
         """The drafter's own network: a draft model, an EAGLE head, Medusa's heads (None for n-gram lookup)."""
@@ -126,8 +128,20 @@ class ModelRunner(TreeVerificationMixin):
                 return getattr(self.drafter, name)
         return None
 
+    @staticmethod
+    def check_speculative_config(spec: SpeculativeConfig) -> SpecTree | None:
+        """The limits of what the runner builds from `spec`, checked before any checkpoint is read (the engine
+        calls this first): at most MAX_SPEC_LEN drafts, and a token tree that `build_spec_tree` accepts."""
+        if spec.num_speculative_tokens > MAX_SPEC_LEN:
+            raise ValueError(
+                f"num_speculative_tokens={spec.num_speculative_tokens} must be <= {MAX_SPEC_LEN}, the most "
+                "drafts per request the rejection sampler verifies in one step (MAX_SPEC_LEN)"
+            )
+        return build_spec_tree(spec)
+
     def _init_spec_decode(self, spec: SpeculativeConfig) -> None:
         """As v0.32.0's GPUModelRunner.__init__: the drafter, built (and its model loaded) from the config."""
+        self.spec_tree = self.check_speculative_config(spec)  # before the drafter, which reads it
         if spec.method == "ngram":
             self.drafter = NgramProposer.from_config(spec, self.max_model_len)
         elif spec.method == "draft_model":
@@ -146,7 +160,6 @@ class ModelRunner(TreeVerificationMixin):
             self.typical_acceptance_sampler = TypicalAcceptanceSampler(
                 spec.posterior_threshold, spec.posterior_alpha, self.sampler
             )
-        self.spec_tree = spec.token_tree
         self.disable_by_batch_size = spec.disable_by_batch_size
         self.spec_decoding_stats = SpecDecodingStats.new(spec.num_speculative_tokens)
 

@@ -21,9 +21,8 @@ The draft runs through the same PagedAttention code as at inference, over a scra
 no bias (vLLM v0.32.0's `EagleLlamaForCausalLM` builds it without one; `--fc-bias` gives the original EAGLE-1
 layout, which minispec still loads). EAGLE-3's unroll grows from 1 to --ttt-steps over the first --ttt-ramp of
 the budget. Training runs in float32 unless --bf16: on a CPU without native bfloat16 (AVX2 only), autocast made
-a step about 15x slower. Each step is dominated by matmuls (two thirds of its time): the target's forward and
-the draft's forward and backward; caching target features would not shorten them, as a budget sees each
-training token about once.
+a step much slower. Most of each step is matmuls: the target's forward and the draft's forward and backward;
+caching target features would not shorten them, as a budget sees each training token about once.
 """
 
 from __future__ import annotations
@@ -175,10 +174,10 @@ def heldout_acceptance(
     """Chain drafting as the engine does it, on held-out prompts: the target's greedy token g_1 after the
     prompt is known, the shipped head (float32) drafts k more; draft i counts when drafts 1..i equal g_2..g_{i+1}."""
     from minispec.core.kv_cache_manager import KVCacheManager
+    from minispec.core.kv_cache_utils import allocate_kv_caches
     from minispec.model_executor.model_loader import get_model
     from minispec.sample.metadata import SamplingMetadata
     from minispec.spec_decode.eagle import EagleProposer
-    from minispec.worker.kv_cache import allocate_kv_caches
     from minispec.zoo.evaluate import greedy_tokens
 
     hf_target = load_model(target_dir)

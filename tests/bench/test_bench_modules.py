@@ -33,7 +33,7 @@ def test_imports(name):
 
 
 def _accelerators(tmp_path):
-    from minispec.bench import accelerators as m
+    from minispec.teach import accelerators as m
 
     acc = m.get_accelerator("H100 SXM")
     assert m.decode_step_time(acc, 8e9, 2, 1) > 0
@@ -164,7 +164,7 @@ def _model_forward(tmp_path):
 
 
 def _projection(tmp_path):
-    from minispec.bench import projection
+    from minispec.teach import projection
 
     chain = projection.MethodAcceptance("eagle chain", 10, (8, 5, 2), (10, 10, 10))
     out = projection.project({"eagle chain": chain}, batch_sizes=[1, 8])

@@ -117,14 +117,15 @@ def test_drafter_compiled_under_an_eager_target(models, medusa_heads):
         assert llm.get_spec_decoding_stats().num_draft_tokens > 0, spec
         if spec["method"] == "medusa":  # the whole drafting call compiled, per batch kind
             assert "_first" not in runner.drafter.heads.__dict__
-            assert runner.drafter._compiled_draft and set(runner.drafter._compiled_draft) <= {
+            compiled = runner.drafter.compiled_propose.compiled
+            assert compiled and set(compiled) <= {
                 "ahead of time",
                 "batch",
             }
 
 
 def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
-    """A compiled draft model runs a greedy drafting call as one compiled function (greedy_steps), and
+    """A compiled draft model runs a greedy drafting call as one compiled function (`GreedyStepsInOneGraph`), and
     drafts what the eager draft model drafts: the same tokens accepted at every position."""
     from torch._dynamo.utils import counters
 
@@ -140,10 +141,10 @@ def test_compiled_draft_model_drafts_its_greedy_steps_in_one_graph(models):
         )
         assert generate(llm, PROMPTS, greedy()) == plain
         proposer = llm.llm_engine.model_runner.drafter
-        assert bool(proposer._compiled_greedy_steps) is not eager
+        assert (proposer.compiled_propose is None) is eager
         if not eager:
             expected = ["one request"] if max_num_seqs == 1 else ["batch", "one request"]
-            assert list(proposer._compiled_greedy_steps) == expected
+            assert list(proposer.compiled_propose.compiled) == expected
         stats = llm.get_spec_decoding_stats()
         counts[max_num_seqs, eager] = (
             stats.num_drafts,
@@ -242,7 +243,8 @@ def test_one_row_options_rewrite_a_product_as_wide_as_the_lm_head():
 def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
     """A compiled EAGLE head grows an EAGLE-2 tree (every depth, its logits and top_k, the tree's bookkeeping), or
     a greedy chain as a tree of top_k 1, in one compiled function, and drafts what the eager head drafts: the
-    same tokens accepted at every position. With one_graph off it compiles the head's forward alone. Greedy
+    same tokens accepted at every position. Without that call (compiled_propose None) it compiles the head's
+    forward alone. Greedy
     output stays equal to eager plain decoding (the target is eager)."""
     target, eagle = models[0], models[2]
     plain = generate(LLM(model=target, device="cpu", dtype="float32"), PROMPTS, greedy())
@@ -251,10 +253,13 @@ def test_compiled_eagle_head_drafts_in_one_graph(models, shape):
         spec = {"method": "eagle", "model": eagle, **shape, "enforce_eager": eager}
         llm = LLM(model=target, device="cpu", dtype="float32", speculative_config=spec)
         proposer = llm.llm_engine.model_runner.drafter
-        proposer.one_graph = one_graph
+        graph = proposer.compiled_propose
+        assert (graph is None) is eager
+        if not one_graph:  # the eager path, each forward compiled
+            proposer.compiled_propose = None
         proposer.tree_log = []
         assert generate(llm, PROMPTS, greedy()) == plain
-        assert bool(proposer._compiled_grow_tree) is (not eager and one_graph)
+        assert bool(graph is not None and graph.compiled) is (not eager and one_graph)
         if "draft_vocab_size" in shape:  # FR-Spec: every draft is one of the 48 most frequent tokens
             vocab = set(proposer.draft.draft_to_target(torch.arange(48)).tolist())
             assert proposer.draft.d2t.any() and len(vocab) == 48
@@ -319,7 +324,7 @@ def test_compilation_config_reaches_the_compiled_drafter(models):
     assert runner._drafter_network().inductor_compile_config == options
     assert not getattr(runner.model, "is_compiled", False)
     assert generate(llm, PROMPTS, greedy()) == plain
-    assert runner.drafter._compiled_greedy_steps
+    assert runner.drafter.compiled_propose.compiled
     assert llm.get_spec_decoding_stats().num_draft_tokens > 0
 
 

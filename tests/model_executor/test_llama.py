@@ -60,7 +60,7 @@ def test_rotary_lookup_is_shared_within_a_forward_only():
     """Inside share_lookup (a model forward, whose layers rotate by the same positions) a second rotation by the
     same positions tensor reuses the first one's table lookup; outside, every call looks up, so a positions
     buffer written in place between calls rotates by its new values."""
-    from minispec.model_executor.models.llama import RotaryEmbedding
+    from minispec.model_executor.layers.rotary_embedding import RotaryEmbedding
 
     rope = RotaryEmbedding(8, 64, 10000.0)
     x = torch.randn(3, 2, 8)

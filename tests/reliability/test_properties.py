@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from minispec import LLM, SamplingParams, SpeculativeConfig
 from minispec.sample.rejection_sampler import MAX_SPEC_LEN
+from minispec.spec_decode.tree import SpecTree
 from tests.reliability.harness import assert_clean, assert_invariant
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -201,13 +202,17 @@ def test_speculative_config_valid_or_a_clear_error(spec):
         return
     event(f"accepted: {config.method}")
     k = config.num_speculative_tokens
-    assert type(k) is int and 1 <= k <= MAX_SPEC_LEN
-    if config.token_tree is not None:
-        assert k == config.token_tree.num_nodes
+    assert type(k) is int and k >= 1  # MAX_SPEC_LEN is checked where the rejection sampler is built
+    if config.tree_paths is not None:
+        assert k == len(config.tree_paths)
+        try:  # the proposer builds the tree: a bad shape is a clear error there
+            assert SpecTree.from_paths(config.tree_paths).num_nodes == k
+        except ValueError as e:
+            check_error(e, ["token tree", "speculative_token_tree", "medusa_choices"])
     if config.dynamic_tree is not None:
         assert k == config.total_tokens - 1 and type(config.depth) is int and type(config.top_k) is int
     if config.draft_sample_method == "probabilistic":  # only a drafter with a distribution to sample
-        assert config.method in ("draft_model", "eagle", "eagle3") and config.token_tree is None
+        assert config.method in ("draft_model", "eagle", "eagle3") and config.tree_paths is None
         assert config.dynamic_tree is None and config.acceptance_method == "rejection_sampler"
     if config.method == "ngram":
         assert 1 <= config.prompt_lookup_min <= config.prompt_lookup_max

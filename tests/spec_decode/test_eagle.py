@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from minispec.compilation.eagle_drafting import EagleInOneGraph
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.sample.metadata import SamplingMetadata
 from minispec.spec_decode.eagle import DynamicTreeConfig, EagleProposer
@@ -247,8 +248,8 @@ def test_a_first_pass_of_last_queries_drafts_as_the_full_one(drafts, name, mode)
 
 @pytest.mark.parametrize("mode", ["chain k=4", "dynamic"])
 def test_one_request_metadata_built_with_tensor_ops_equals_the_hosts(drafts, mode):
-    """_one_request_inputs (inside the one graph of a compiled head) builds the first pass's metadata and the
-    call's keys that the host builds with numpy (_first_inputs, _draft_keys)."""
+    """EagleInOneGraph._one_request_inputs (inside the one graph of a compiled head) builds the first pass's
+    metadata and the call's keys that the host builds with numpy (_first_inputs, _draft_keys)."""
     kw = {"k": 4} if mode.startswith("chain") else TREES[mode]
     for last_only in (True, False):
         prop = proposer(drafts["eagle"], **kw)
@@ -257,15 +258,14 @@ def test_one_request_metadata_built_with_tensor_ops_equals_the_hosts(drafts, mod
         tokens = torch.randint(3, 96, (19,), generator=gen).tolist()
         features = torch.randn(18, feature_dim(drafts["eagle"]), generator=gen)
         run(prop, "a", tokens[:11], features[:10])  # 10 entries committed
-        state = prop.states["a"]
         prop.add_target_features("a", features[10:])
-        prop.kv_cache_manager.allocate_slots(
-            state, len(tokens) - 1 - state.num_computed_tokens + prop.max_nodes_run
-        )
-        batch = prop._first_pass([state], [tokens])
-        host_first, host_keys = prop._first_inputs(batch), prop._draft_keys(batch, prop.max_nodes_run)
+        batch = prop.prepare_batch([request("a", tokens[:-1])], [tokens[-1:]])
+        graph = EagleInOneGraph(prop)
+        host_first, host_keys = graph._first_inputs(batch), prop._draft_keys(batch, prop.max_nodes_run)
         block_ids = torch.from_numpy(batch.block_table[0])
-        first, keys = prop._one_request_inputs(batch.input_ids, batch.features, block_ids, batch.context[0])
+        first, keys = graph._one_request_inputs(
+            batch.input_ids, batch.hidden_states, block_ids, batch.num_computed_tokens[0]
+        )
         for got, want in ((first, host_first), (keys, host_keys)):
             for field_name, value in vars(want).items():
                 if isinstance(value, torch.Tensor):
@@ -299,22 +299,22 @@ def test_ahead_of_time_call_drafts_as_the_one_request_graph(drafts, name, mode):
     tokens = torch.randint(3, 96, (24,), generator=gen).tolist()
     features = torch.randn(23, feature_dim(draft), generator=gen)
     run(prop, "a", tokens[:11], features[:10])  # 10 entries committed
-    aot = prop._ahead_of_time("one row" if chain else "tree", chain)
+    graph = EagleInOneGraph(prop)
+    aot = graph._ahead_of_time("one row" if chain else "tree", chain)
     for n in (12, 16):  # one new entry, then four
         state = prop.states["a"]
         prop.add_target_features("a", features[state.num_computed_tokens : n - 1])
-        prop.kv_cache_manager.allocate_slots(state, n - 1 - state.num_computed_tokens + prop.max_nodes_run)
-        batch = prop._first_pass([state], [tokens[:n]])
+        batch = prop.prepare_batch([request("a", tokens[: n - 1])], [tokens[n - 1 : n]])
         block_ids = torch.from_numpy(batch.block_table[0])
         cache = prop.kv_caches[0].clone()
-        key_pos = torch.arange(batch.context[0] + batch.input_ids.shape[0] + prop.max_nodes_run)
-        args = (batch.input_ids, batch.features, block_ids, key_pos, prop.kv_caches[0])
+        key_pos = torch.arange(batch.num_computed_tokens[0] + batch.input_ids.shape[0] + prop.max_nodes_run)
+        args = (batch.input_ids, batch.hidden_states, block_ids, key_pos, prop.kv_caches[0])
         assert aot.accepts(*args)
         with torch.inference_mode():
             got = aot(*args)
             prop.kv_caches = [cache]
-            want = prop._grow_tree_one_request(
-                batch.input_ids, batch.features, block_ids, batch.context[0], chain
+            want = graph._grow_tree_one_request(
+                batch.input_ids, batch.hidden_states, block_ids, batch.num_computed_tokens[0], chain
             )
         prop.kv_caches = [args[-1]]
         assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])  # tokens, parents

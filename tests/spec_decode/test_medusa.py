@@ -351,9 +351,9 @@ def test_zoo_target_with_trained_heads():
 
 @pytest.mark.parametrize("tree", [None, TREE], ids=["chain", "tree"])
 def test_compiled_drafting_call_drafts_as_eager(models, tree):
-    """Compiled heads draft in one graph per call (`MedusaProposer.draft_token_ids`, "one row" at batch 1, "batch"
+    """Compiled heads draft in one graph per call (`MedusaInOneGraph`, "one row" at batch 1, "batch"
     otherwise): the same drafts as the eager call, for one request and for several."""
-    from minispec.compilation.decorators import compile_model
+    from minispec.compilation.seams import compile_model, install_compiled_drafting
     from minispec.model_executor.models.medusa import load_medusa
     from minispec.spec_decode.medusa import MedusaProposer
 
@@ -364,9 +364,13 @@ def test_compiled_drafting_call_drafts_as_eager(models, tree):
         3,
         SpecTree.from_paths(tree) if tree else None,
     )
+    install_compiled_drafting(compiled)
     hidden = torch.randn(8, 64, generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():
         for rows in ([0], [1], [2, 3, 4]):
             expected = eager.draft_token_ids(hidden[rows]).tolist()
             assert compiled.propose([None] * len(rows), [[]] * len(rows), None, hidden[rows]) == expected
-    assert set(compiled._compiled_draft) == {"ahead of time", "batch"} and not eager._compiled_draft
+    assert (
+        set(compiled.compiled_propose.compiled) == {"ahead of time", "batch"}
+        and eager.compiled_propose is None
+    )

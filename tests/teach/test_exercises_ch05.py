@@ -4,9 +4,9 @@ formulas their solutions spell out, and wrong answers are refused."""
 import pytest
 import torch
 
-from minispec.bench.projection import Assumptions, MethodAcceptance, projected_speedup
 from minispec.teach import exercises
 from minispec.teach.exercises import ch05
+from minispec.teach.projection import Assumptions, MethodAcceptance, projected_speedup
 
 
 def test_copy_prompt_is_a_copy_heavy_prompt() -> None:

@@ -5,8 +5,8 @@ import copy
 import pytest
 import torch
 
-from minispec.engine.step_record import StepRecord
 from minispec.teach.provenance import build_provenance, generate_with_provenance
+from minispec.worker.step_record import StepRecord
 from minispec.worker.tree_verification import VerificationRecord
 
 PROMPT = [5, 6, 7]

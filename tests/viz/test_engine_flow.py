@@ -9,8 +9,8 @@ import torch
 from matplotlib.figure import Figure
 
 from minispec import LLM, SamplingParams
-from minispec.engine.step_record import StepRecord
 from minispec.viz import engine_flow as ef
+from minispec.worker.step_record import StepRecord
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from minispec.bench.accelerators import ACCELERATORS, Accelerator  # noqa: E402
 from minispec.bench.roofline import MatmulMeasurement  # noqa: E402
+from minispec.teach.accelerators import ACCELERATORS, Accelerator  # noqa: E402
 from minispec.teach.toy import speculative_sample  # noqa: E402
 from minispec.viz.roofline import (  # noqa: E402
     MatmulCurve,

@@ -3,7 +3,7 @@
 import pytest
 from matplotlib.figure import Figure
 
-from minispec.bench.projection import MethodAcceptance, project
+from minispec.teach.projection import MethodAcceptance, project
 from minispec.teach.provenance import Provenance, TokenSource
 from minispec.viz import taxonomy as vx
 

@@ -5,43 +5,9 @@ Chapters 1 and 7. vLLM v0.32.0 counterpart: `dispatch_cpu_unquantized_gemm` and 
 weights are loaded. It reorders each linear layer's weight into oneDNN's blocked layout (`create_onednn_mm`),
 and every matmul of that layer then runs `onednn_mm` on the packed weight. minispec does the same with
 PyTorch's own oneDNN ops, for the target and the drafter of an eager engine on a CPU (the model runner calls
-it). In a compiled engine only the layers outside the compiled forward take it (compute_logits, EAGLE-3's
-combine_hidden_states): inside, Inductor's freezing packs the weights of the graph itself
-(minispec/compilation/decorators.py).
-
-Why it matters for speculation: verifying k + 1 tokens multiplies k + 1 rows by each weight. PyTorch's plain
-`F.linear` takes MKL's general matmul (GEMM) for more than one row, which repacks tiles of the weight on every
-call. On the AVX2 course CPU (one thread) and the zoo target's weights, 2 rows then cost about 2 times one
-row, and 6 rows 3.3 to 5 times. On the packed weight the same products cost 1.2 to 2.0 and 2.2 to 2.8 times
-F.linear's single row (`python -m minispec.bench.linear` measures both).
-
-Why every call, as vLLM does, when F.linear is faster for a single row (MKL's matrix-vector product) and for
-small weights (a oneDNN call costs 30 to 40 us more)? Because the packed product is batch-invariant. Row i of
-its output is bitwise the same whatever the number of rows, and F.linear's is not: its rows differ by up to
-1e-4 between one row and many (tests/model_executor/layers/test_utils.py). A verification step and a plain
-decoding step then compute each token's linear layers identically. The faster mix (`min_rows=2`,
-`min_weight_numel=MIN_PACKED_WEIGHT_NUMEL`) was measured and rejected. On one held-out prompt, two logits of
-the target lie one float32 ulp apart, and that mix made greedy speculative decoding pick the other token
-than plain decoding does (docs/benchmarks.md).
-
-Which dtypes: float32 everywhere oneDNN runs, and bfloat16 where oneDNN has bfloat16 kernels (AVX-512,
-AVX512-BF16, AMX or AVX-NE-CONVERT: `packable_dtypes()`), as vLLM packs both. On a CPU with AMX the packed
-bfloat16 product is the fastest of all and nearly flat in the number of rows (17 rows of the zoo target's
-gate_up_proj cost 1.3 to 1.4 times one row); on an AVX2-only CPU oneDNN cannot pack bfloat16, and those layers keep
-`F.linear`. Packed bfloat16 rows are batch-invariant for most shapes but not all (AMX splits some reductions
-differently for different row counts, by one bfloat16 ulp), which is within the "up to hardware numerics"
-vLLM documents for half precision; the float32 guarantee above is bitwise.
-
-What a call costs beyond its arithmetic: PyTorch's `_linear_pointwise` builds oneDNN's primitive descriptor at every
-call before finding the primitive in oneDNN's cache, where vLLM's `onednn_mm` keeps a handle with a primitive per
-row count. The kernel is the same and so are the rows, bit for bit, but inside an engine step, with the caches
-cold from the weights streaming through, the AMX Xeon measured PyTorch's op 25 to 55 us slower per call than
-vLLM's (docs/benchmarks.md, 2026-12-05). minispec cannot reach oneDNN another way from Python; it keeps its own
-share of a call small instead: a few checks, and x handed to the op with its own shape.
-
-A layer whose pack fails keeps `F.linear`, as vLLM falls back when oneDNN refuses. minispec keeps the original
-weight (vLLM frees it), builds the pack at the layer's first call and rebuilds it when the weight is replaced
-or changed in place (its version counter moves). Autograd calls take F.linear.
+it); in a compiled engine only for the layers outside the compiled forward. Unlike vLLM it keeps the original
+weight and packs it at the layer's first call. Why pack, and which dtypes: `dispatch_cpu_unquantized_gemm`;
+what a call costs: `cpu_unquantized_gemm`.
 """
 
 from __future__ import annotations
@@ -101,7 +67,36 @@ def packed_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | No
 def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, min_rows: int = 1) -> int:
     """Route every `nn.Linear` of `model` on a CPU whose weight oneDNN packs here (`packable_dtypes`) and holds
     at least `min_weight_numel` elements through `cpu_unquantized_gemm`, which packs calls of at least
-    `min_rows` rows; returns how many layers. Undo with `restore_linear`."""
+    `min_rows` rows; returns how many layers. Undo with `restore_linear`.
+
+    In a compiled engine only the layers outside the compiled forward take it (compute_logits, EAGLE-3's
+    combine_hidden_states): inside, Inductor's freezing packs the weights of the graph itself
+    (minispec/compilation/decorators.py).
+
+    Why it matters for speculation: verifying k + 1 tokens multiplies k + 1 rows by each weight. PyTorch's
+    plain `F.linear` takes MKL's general matmul (GEMM) for more than one row, which repacks tiles of the
+    weight on every call, so each extra row adds much of a single row's cost. On the packed weight the same
+    products cost less (`python -m minispec.bench.linear` measures both).
+
+    Why every call, as vLLM does, when F.linear is faster for a single row (MKL's matrix-vector product) and
+    for small weights (a oneDNN call has a larger fixed cost)? Because the packed product is batch-invariant.
+    Row i of its output is bitwise the same whatever the number of rows, and F.linear's is not: its rows
+    differ by up to 1e-4 between one row and many (tests/model_executor/layers/test_utils.py). A verification
+    step and a plain decoding step then compute each token's linear layers identically. The faster mix
+    (`min_rows=2`, `min_weight_numel=MIN_PACKED_WEIGHT_NUMEL`) was measured and rejected. On one held-out
+    prompt, two logits of the target lie one float32 ulp apart, and that mix made greedy speculative decoding
+    pick the other token than plain decoding does (docs/performance.md).
+
+    Which dtypes: float32 everywhere oneDNN runs, and bfloat16 where oneDNN has bfloat16 kernels (AVX-512,
+    AVX512-BF16, AMX or AVX-NE-CONVERT: `packable_dtypes()`), as vLLM packs both. With AMX the packed bfloat16
+    product is nearly flat in the number of rows; on an AVX2-only CPU oneDNN cannot pack bfloat16, and those
+    layers keep `F.linear`. Packed bfloat16 rows are batch-invariant for most shapes but not all (AMX splits
+    some reductions differently for different row counts, by one bfloat16 ulp), which is within the "up to
+    hardware numerics" vLLM documents for half precision; the float32 guarantee above is bitwise.
+
+    A layer whose pack fails keeps `F.linear`, as vLLM falls back when oneDNN refuses. minispec keeps the
+    original weight (vLLM frees it), builds the pack at the layer's first call and rebuilds it when the weight
+    is replaced or changed in place (its version counter moves). Autograd calls take F.linear."""
     dtypes = packable_dtypes()
     count = 0
     for module in model.modules():
@@ -131,9 +126,14 @@ def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     or a compiled drafting call that reads an eager target's lm_head): Inductor's freezing packs that weight
     itself. Bound to a layer as its forward by dispatch_cpu_unquantized_gemm.
 
-    The first branch is every eager call after the first: a model step makes about 50 of these calls, so it
-    checks what it must with the fewest Python operations and hands x to the op as it is (the op flattens
-    x's leading dimensions itself); the rest is `_gemm`."""
+    What a call costs beyond its arithmetic: PyTorch's `_linear_pointwise` builds oneDNN's primitive
+    descriptor at every call before finding the primitive in oneDNN's cache, where vLLM's `onednn_mm` keeps a
+    handle with a primitive per row count. The kernel is the same and so are the rows, bit for bit, but inside
+    an engine step, with the caches cold from the weights streaming through, PyTorch's op costs more per call
+    than vLLM's (docs/performance.md). minispec cannot reach oneDNN another way from Python; it keeps its own
+    share of a call small instead. The first branch is every eager call after the first: a model step makes
+    about 50 of these calls, so it checks what it must with the fewest Python operations and hands x to the op
+    as it is (the op flattens x's leading dimensions itself); the rest is `_gemm`."""
     weight, cached = layer.weight, layer._onednn
     if (
         not _is_compiling()

@@ -1,28 +1,10 @@
 """EAGLE-1 draft head: one Llama decoder layer over fc(cat(token embedding, target feature)).
 
 Chapter 4. vLLM counterpart: `vllm/model_executor/models/llama_eagle.py` (`EagleLlamaForCausalLM`); the
-reference design is `Model` in SafeAILab/EAGLE `eagle/model/cnets1.py`.
-
-At position p the draft reads the next token x_{p+1} and the target's feature f_p (the target's last hidden
-state at p, after its final norm) and predicts the draft feature g_p, from which the target's own lm_head
-reads x_{p+2}:
-
-    e = embed_tokens(x_{p+1})                # [T, H]   the target's embeddings (or the checkpoint's)
-    h = fc(cat(e, f_p))                      # [T, H]   Linear(2H, H, bias)
-    g = layer(h)                             # [T, H]   a Llama decoder layer without its input norm
-    logits = target.lm_head(g)               # [T, V]   no final norm
-
-To draft further, g_p stands in for the unknown target feature f_{p+1}.
-
-With `set_draft_vocab` (speculative_config `draft_vocab_size`, FR-Spec; minispec's own, see
-`minispec/spec_decode/draft_vocab.py`) the logits cover only a subset of the target's vocabulary: the rows of
-the target's lm_head for those tokens, copied once, and draft id d means target id d + d2t[d], EAGLE-3's
-convention. Neither is saved with the head: a checkpoint stays vLLM's EAGLE-1 format.
-
-Checkpoint format (as published by the EAGLE authors): config.json is a LlamaConfig with one layer;
-model.safetensors holds `fc.weight`, `fc.bias`, `layers.0.self_attn.{q,k,v,o}_proj.weight`,
-`layers.0.mlp.{gate,up,down}_proj.weight`, `layers.0.post_attention_layernorm.weight` and, optionally,
-`embed_tokens.weight`; never an lm_head.
+reference design is `Model` in SafeAILab/EAGLE `eagle/model/cnets1.py`. What the head computes:
+`EagleLlamaForCausalLM`; its checkpoint format, vLLM's and the EAGLE authors': `from_pretrained`.
+Beyond vLLM: `set_draft_vocab` (speculative_config `draft_vocab_size`, FR-Spec) scores only a subset of the
+target's vocabulary.
 """
 
 from __future__ import annotations
@@ -116,7 +98,19 @@ def write_checkpoint(folder: str | Path, config: dict, tensors: dict[str, torch.
 
 
 class EagleLlamaForCausalLM(nn.Module):
-    """The EAGLE-1 draft. `target` lends its lm_head (and its embeddings unless the draft has its own)."""
+    """The EAGLE-1 draft. `target` lends its lm_head (and its embeddings unless the draft has its own).
+
+    At position p the draft reads the next token x_{p+1} and the target's feature f_p (the target's last
+    hidden state at p, after its final norm) and predicts the draft feature g_p, from which the target's own
+    lm_head reads x_{p+2}:
+
+        e = embed_tokens(x_{p+1})                # [T, H]   the target's embeddings (or the checkpoint's)
+        h = fc(cat(e, f_p))                      # [T, H]   Linear(2H, H, bias)
+        g = layer(h)                             # [T, H]   a Llama decoder layer without its input norm
+        logits = target.lm_head(g)               # [T, V]   no final norm
+
+    To draft further, g_p stands in for the unknown target feature f_{p+1}.
+    """
 
     def __init__(
         self,
@@ -159,7 +153,12 @@ class EagleLlamaForCausalLM(nn.Module):
             self.set_draft_vocab(self.d2t + torch.arange(self.draft_vocab_size, device=self.d2t.device))
 
     def set_draft_vocab(self, target_ids: torch.Tensor) -> None:
-        """Score only the target ids `target_ids` (distinct, any order) when drafting: FR-Spec's reduced lm_head."""
+        """Score only the target ids `target_ids` (distinct, any order) when drafting: FR-Spec's reduced lm_head.
+
+        minispec's own (speculative_config `draft_vocab_size`, see `minispec/spec_decode/draft_vocab.py`): the
+        logits then cover only those tokens, with the rows of the target's lm_head for them, copied once, and
+        draft id d means target id d + d2t[d], EAGLE-3's convention. Neither is saved with the head: a
+        checkpoint stays vLLM's EAGLE-1 format."""
         target = self._target[0]
         if target is None:
             raise ValueError("set_draft_vocab needs the target attached: its lm_head supplies the rows")
@@ -238,6 +237,10 @@ class EagleLlamaForCausalLM(nn.Module):
         dtype: torch.dtype = torch.float32,
         device="cpu",
     ) -> EagleLlamaForCausalLM:
+        """Load an EAGLE-1 checkpoint folder, in the format the EAGLE authors publish: config.json is a
+        LlamaConfig with one layer; model.safetensors holds `fc.weight`, `fc.bias`,
+        `layers.0.self_attn.{q,k,v,o}_proj.weight`, `layers.0.mlp.{gate,up,down}_proj.weight`,
+        `layers.0.post_attention_layernorm.weight` and, optionally, `embed_tokens.weight`; never an lm_head."""
         from minispec.model_executor.model_loader import load_weights, read_json
 
         folder = Path(folder)

@@ -1,22 +1,8 @@
 """EAGLE-3 draft head: fused multi-layer target features, a 2H-wide attention input, its own small vocabulary.
 
 Chapter 4. vLLM counterpart: `vllm/model_executor/models/llama_eagle3.py` (`Eagle3LlamaForCausalLM`); the
-reference design is `Model` / `LlamaDecoderLayeremb` in SafeAILab/EAGLE `eagle/model/cnets.py`.
-
-    f = fc(cat(a_low, a_mid, a_high))        # [T, H]   three target layers' hidden states, Linear(3H, H, no bias)
-    x = cat(input_layernorm(embed(x_{p+1})), hidden_norm(f))   # [T, 2H]  (q/k/v projections take 2H)
-    h = f + o_proj(attn(x));  g = h + mlp(post_attention_layernorm(h))   # g is fed back when drafting on
-    logits = lm_head(norm(g))                # [T, draft_vocab]
-
-The draft vocabulary is a subset of the target's (often its most frequent tokens): draft id d means target id
-d + d2t[d]; t2d[t] says whether target id t is in the draft vocabulary. Fed-back states g skip fc (they are
-already H wide). `aux_hidden_layers` are the target layers whose *inputs* are read (vLLM and EAGLE take the
-residual stream entering layers (2, L // 2, L - 3) by default).
-
-Checkpoint format (the public EAGLE-3 one): config.json with `draft_vocab_size` (and
-`eagle_config.eagle_aux_hidden_state_layer_ids` as vLLM reads it); tensors `d2t`, `t2d`, `fc.weight`,
-`midlayer.{input_layernorm,hidden_norm,post_attention_layernorm}.weight`, `midlayer.self_attn.{q,k,v,o}_proj.weight`,
-`midlayer.mlp.{gate,up,down}_proj.weight`, `norm.weight`, `lm_head.weight`, optionally `embed_tokens.weight`.
+reference design is `Model` / `LlamaDecoderLayeremb` in SafeAILab/EAGLE `eagle/model/cnets.py`. What the head
+computes: `Eagle3LlamaForCausalLM`; its checkpoint format, the public EAGLE-3 one: `from_pretrained`.
 """
 
 from __future__ import annotations
@@ -58,6 +44,19 @@ class Eagle3DecoderLayer(LlamaDecoderLayer):
 
 
 class Eagle3LlamaForCausalLM(nn.Module):
+    """The EAGLE-3 draft. `target` lends its embeddings unless the draft has its own.
+
+        f = fc(cat(a_low, a_mid, a_high))   # [T, H]  three target layers' hidden states, Linear(3H, H, no bias)
+        x = cat(input_layernorm(embed(x_{p+1})), hidden_norm(f))   # [T, 2H]  (q/k/v projections take 2H)
+        h = f + o_proj(attn(x));  g = h + mlp(post_attention_layernorm(h))   # g is fed back when drafting on
+        logits = lm_head(norm(g))           # [T, draft_vocab]
+
+    The draft vocabulary is a subset of the target's (often its most frequent tokens): draft id d means target
+    id d + d2t[d]; t2d[t] says whether target id t is in the draft vocabulary. Fed-back states g skip fc (they
+    are already H wide). `aux_hidden_layers` are the target layers whose *inputs* are read (vLLM and EAGLE
+    take the residual stream entering layers (2, L // 2, L - 3) by default).
+    """
+
     def __init__(
         self,
         cfg: LlamaArchConfig,
@@ -159,8 +158,13 @@ class Eagle3LlamaForCausalLM(nn.Module):
         dtype: torch.dtype = torch.float32,
         device="cpu",
     ) -> Eagle3LlamaForCausalLM:
-        from minispec.config import is_int
+        """Load an EAGLE-3 checkpoint folder in the public format: config.json with `draft_vocab_size` (and
+        `eagle_config.eagle_aux_hidden_state_layer_ids` as vLLM reads it); tensors `d2t`, `t2d`, `fc.weight`,
+        `midlayer.{input_layernorm,hidden_norm,post_attention_layernorm}.weight`,
+        `midlayer.self_attn.{q,k,v,o}_proj.weight`, `midlayer.mlp.{gate,up,down}_proj.weight`, `norm.weight`,
+        `lm_head.weight`, optionally `embed_tokens.weight`."""
         from minispec.model_executor.model_loader import load_weights, read_json
+        from minispec.utils import is_int
 
         folder = Path(folder)
         hf = read_json(folder / "config.json")

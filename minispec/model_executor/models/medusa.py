@@ -1,39 +1,14 @@
 """Medusa-1 heads: extra next-next-token predictors on top of a frozen target model.
 
 Chapter 3. vLLM counterpart: `vllm/model_executor/models/medusa.py`; the checkpoint format is
-FasterDecoding/Medusa's (`medusa/model/medusa_model.py`). Head i reads the target's last hidden state (after
-the final norm) at position t and predicts the token at t + 2 + i (the target's own lm_head predicts t + 1):
+FasterDecoding/Medusa's (`medusa/model/medusa_model.py`, read by `load_medusa`). Head i reads the target's
+last hidden state (after the final norm) at position t and predicts the token at t + 2 + i (the target's own
+lm_head predicts t + 1):
 
     head_i(h) = W_i (ResBlock^L(h)),   ResBlock(x) = x + SiLU(Linear(H, H, bias)(x))
 
-The ResBlocks start at zero, so an untrained head is the identity followed by its own vocabulary projection.
-
-Checkpoint (a folder): config.json with `medusa_num_heads`, `medusa_num_layers`, `hidden_size`, `vocab_size`
-(and optionally `base_model_name_or_path`), plus weights in `medusa_lm_head.safetensors` or the torch pickle
-`medusa_lm_head.pt`. Weight keys are those of an `nn.ModuleList` of `nn.Sequential`s:
-`{i}.{j}.linear.weight`, `{i}.{j}.linear.bias` for ResBlock j of head i, and `{i}.{L}.weight` for its
-vocabulary projection (`{i}.1.weight` when L = 1). `save_pretrained` also writes what vLLM's `MedusaConfig`
-reads: `model_type` "medusa", `architectures` ["MedusaModel"] and `medusa_fc_bias` true (the ResBlocks' bias).
-
-`original_lm_head: true` (vLLM's `MedusaConfig` attribute of that name) makes every head share one vocabulary
-projection, a copy of the target's lm_head, stored once as head 0's (`0.{L}.weight`, which vLLM loads as its
-`lm_head`; the other heads' projections are ignored when present, as vLLM ignores them). The heads then
-project their ResBlock outputs in one matmul, so a drafting step reads the projection once instead of once
-per head: with the zoo's four heads, a quarter of the projection's bytes (docs/zoo.md). Without autograd
-(drafting) the heads' first ResBlock layers, which all read the same hidden state, also run as one Linear over
-their concatenated weights; training runs the heads one by one (`draft_logits`).
-
-`truncated_vocab_size: n` with a `token_map` tensor of n token ids in the weights (vLLM's names) keeps only
-those rows of the shared projection: the heads score n tokens, and `forward` puts their logits back on the
-full vocabulary with -inf elsewhere, as vLLM's `compute_logits` does, so a head never drafts an unmapped
-token. The projection is stored with n rows, or with all of them and cut on loading, as vLLM's `load_weights`
-reads both. vLLM builds a projection of n rows only for the shared one, so a truncated vocabulary needs
-`original_lm_head: true`; a `token_map` without a smaller `truncated_vocab_size` is ignored, as there.
-`set_token_map` makes the same cut in place: speculative_config `draft_vocab_size` keeps the most frequent
-tokens with it (`minispec/spec_decode/draft_vocab.py`). vLLM v0.32.0 defines this checkpoint format but refuses
-it by default: `load_weights` turns `token_map` into a parameter that it does not report as loaded, and the
-loader's completeness check (`DefaultModelLoader.track_weights_loading`) then fails; with the check off
-(`model_loader_extra_config={"enable_weights_track": False}`) it loads and drafts as minispec does (docs/vllm.md).
+`original_lm_head` and `truncated_vocab_size` work as in vLLM (`Medusa`). Unlike vLLM v0.32.0, minispec
+loads a checkpoint with a `token_map` with the loader's completeness check on (`load_medusa`).
 """
 
 from __future__ import annotations
@@ -102,6 +77,9 @@ class MedusaConfig:
 
 
 class ResBlock(nn.Module):
+    """x + SiLU(Linear(H, H, bias)(x)). The Linear starts at zero, so an untrained head is the identity
+    followed by its own vocabulary projection."""
+
     def __init__(self, hidden_size: int):
         super().__init__()
         self.linear = nn.Linear(hidden_size, hidden_size)
@@ -114,7 +92,25 @@ class ResBlock(nn.Module):
 
 class Medusa(nn.Module):
     """`medusa_num_heads` heads, each its ResBlocks then a vocabulary projection (one Linear object shared by
-    every head under `original_lm_head`); `forward` returns every head's logits."""
+    every head under `original_lm_head`); `forward` returns every head's logits.
+
+    `original_lm_head: true` (vLLM's `MedusaConfig` attribute of that name) makes every head share one
+    vocabulary projection, a copy of the target's lm_head, stored once as head 0's (`0.{L}.weight`, which vLLM
+    loads as its `lm_head`; the other heads' projections are ignored when present, as vLLM ignores them). The
+    heads then project their ResBlock outputs in one matmul, so a drafting step reads the projection once
+    instead of once per head: with the zoo's four heads, a quarter of the projection's bytes (docs/zoo.md).
+    Without autograd (drafting) the heads' first ResBlock layers, which all read the same hidden state, also
+    run as one Linear over their concatenated weights; training runs the heads one by one (`draft_logits`).
+
+    `truncated_vocab_size: n` with a `token_map` tensor of n token ids in the weights (vLLM's names) keeps
+    only those rows of the shared projection: the heads score n tokens, and `forward` puts their logits back
+    on the full vocabulary with -inf elsewhere, as vLLM's `compute_logits` does, so a head never drafts an
+    unmapped token. The projection is stored with n rows, or with all of them and cut on loading, as vLLM's
+    `load_weights` reads both. vLLM builds a projection of n rows only for the shared one, so a truncated
+    vocabulary needs `original_lm_head: true`; a `token_map` without a smaller `truncated_vocab_size` is
+    ignored, as there. `set_token_map` makes the same cut in place: speculative_config `draft_vocab_size`
+    keeps the most frequent tokens with it (`minispec/spec_decode/draft_vocab.py`).
+    """
 
     def __init__(self, config: MedusaConfig):
         super().__init__()
@@ -186,7 +182,7 @@ class Medusa(nn.Module):
     def _blocks(self, first: nn.Linear, hidden_states: torch.Tensor, num_heads: int) -> torch.Tensor:
         """Every head's ResBlocks without autograd -> [num_heads, N, H]. The heads' first Linear layers all read
         hidden_states, so they run as one Linear over their concatenated weights (`first`): one matmul instead of
-        one per head (under the engine's dispatch a third off the heads' time at batch 1, docs/benchmarks.md).
+        one per head (docs/performance.md).
         The results are the head-by-head path's bit for bit where the wider product computes each output as the
         narrower ones do (oneDNN's packed calls, tested) and the SiLU's vector loops have no scalar tail (a hidden
         size that is a multiple of 64, as every real model's)."""
@@ -355,9 +351,23 @@ def load_medusa(
     folder: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
 ) -> Medusa:
     """Build the heads of a Medusa-1 folder. The number of heads is read from the weights: the published
-    Vicuna configs say `medusa_num_heads: 2` while their weights hold 5 heads."""
-    from minispec.config import is_int
+    Vicuna configs say `medusa_num_heads: 2` while their weights hold 5 heads.
+
+    The folder holds config.json with `medusa_num_heads`, `medusa_num_layers`, `hidden_size`, `vocab_size`
+    (and optionally `base_model_name_or_path`), plus weights in `medusa_lm_head.safetensors` or the torch
+    pickle `medusa_lm_head.pt`. Weight keys are those of an `nn.ModuleList` of `nn.Sequential`s:
+    `{i}.{j}.linear.weight`, `{i}.{j}.linear.bias` for ResBlock j of head i, and `{i}.{L}.weight` for its
+    vocabulary projection (`{i}.1.weight` when L = 1). `Medusa.save_pretrained` also writes what vLLM's
+    `MedusaConfig` reads: `model_type` "medusa", `architectures` ["MedusaModel"] and `medusa_fc_bias` true
+    (the ResBlocks' bias).
+
+    vLLM v0.32.0 defines the `token_map` format but refuses it by default: `load_weights` turns `token_map`
+    into a parameter that it does not report as loaded, and the loader's completeness check
+    (`DefaultModelLoader.track_weights_loading`) then fails; with the check off
+    (`model_loader_extra_config={"enable_weights_track": False}`) it loads and drafts as minispec does
+    (docs/vllm.md)."""
     from minispec.model_executor.model_loader import read_json
+    from minispec.utils import is_int
 
     folder = Path(folder)
     if not (folder / "config.json").is_file():

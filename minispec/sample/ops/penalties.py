@@ -2,17 +2,7 @@
 
 Chapter 6 (vLLM's sampler). vLLM counterpart: `vllm/v1/sample/ops/penalties.py` (`apply_all_penalties`),
 which calls `apply_penalties` and `get_token_bin_counts_and_mask` in `vllm/model_executor/layers/utils.py`;
-minispec keeps the three functions in this one file.
-
-For a row with counts c[t] of token t among the tokens generated so far (the output tokens):
-
-- repetition (CTRL-style, over prompt AND output tokens): for every token seen in either, a positive
-  logit is divided by the penalty and a negative (or zero) logit is multiplied by it; penalty 1 is neutral.
-- frequency: `logit[t] -= frequency_penalty * c[t]` (output tokens only).
-- presence: `logit[t] -= presence_penalty * (c[t] > 0)` (output tokens only).
-
-Token tensors are padded with `vocab_size`, an id no real token has; counting goes into `vocab_size + 1`
-bins and the padding bin is dropped. A -1 (a placeholder for a token not known yet) counts as padding.
+minispec keeps the three functions in this one file. The rules: `apply_penalties`.
 """
 
 import torch
@@ -38,7 +28,17 @@ def apply_penalties(
 ) -> torch.Tensor:
     """Penalise `logits` [B, V] given padded prompt [B, P] and output [B, O] token ids. Returns a new tensor.
 
-    Padding entries must hold `vocab_size`.
+    For a row with counts c[t] of token t among the tokens generated so far (the output tokens):
+
+    - repetition (CTRL-style, over prompt AND output tokens): for every token seen in either, a positive
+      logit is divided by the penalty and a negative (or zero) logit is multiplied by it; penalty 1 is
+      neutral.
+    - frequency: `logit[t] -= frequency_penalty * c[t]` (output tokens only).
+    - presence: `logit[t] -= presence_penalty * (c[t] > 0)` (output tokens only).
+
+    Padding entries must hold `vocab_size`, an id no real token has; counting goes into `vocab_size + 1` bins
+    and the padding bin is dropped. A -1 (a placeholder for a token not known yet) counts as padding
+    (`make_padded_tensor`).
     """
     num_seqs, vocab_size = logits.shape
     _, prompt_mask = get_token_bin_counts_and_mask(prompt_tokens_tensor, vocab_size, num_seqs)

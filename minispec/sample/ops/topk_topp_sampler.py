@@ -1,24 +1,9 @@
 """Top-k / top-p filtering and the exponential-race sampler.
 
 Chapter 6 (vLLM's sampler). vLLM counterpart: `vllm/v1/sample/ops/topk_topp_sampler.py`
-(`apply_top_k_top_p`, `random_sample`, the PyTorch-native path of `TopKTopPSampler`). The rejection sampler
-imports both functions, so draft verification filters and draws exactly as plain sampling does.
-
-Conventions (the same as vLLM's PyTorch path):
-
-- `k` is a per-row int tensor; a row where top-k is off holds `vocab_size` (keeps everything).
-  Ties: a row keeps every token whose logit is >= the k-th largest logit, so tokens tied with the k-th
-  value are all kept and the row may keep more than k tokens. Nothing is ever dropped by a tie.
-- `p` is a per-row float tensor; 1.0 means off. Top-p keeps the smallest set of most likely tokens whose
-  mass reaches p: a token is kept iff the mass of the tokens ranked above it is < p. The most likely token
-  is always kept, so no row is ever emptied. Top-p is measured on the distribution left after top-k.
-  Tied tokens are ranked by a stable sort: among equal logits the lower token id ranks first, as in argmax.
-- Masked entries are set to -inf. Neither function modifies its input tensor.
-
-`random_sample` draws by the exponential race: with `q ~ Exp(1)` i.i.d. per entry, `argmax(p / q)` is an
-exact draw from `p` (the race is the Gumbel-max trick in another form) and needs no CPU-GPU sync.
-A row listed in `generators` draws its `q` from its own generator only; every other row draws from the
-global default generator, which never touches the per-row generators.
+(`apply_top_k_top_p`, `random_sample`, the PyTorch-native path of `TopKTopPSampler`), with the same
+conventions. The rejection sampler imports both functions, so draft verification filters and draws exactly as
+plain sampling does. Masked entries are set to -inf; neither function modifies its input tensor.
 """
 
 import torch
@@ -29,6 +14,13 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Ten
 
     `logits` [B, V]; `k` [B] int (vocab_size = off) or None; `p` [B] float (1.0 = off) or None.
     Returns a new tensor (the input itself when both are None); the input is never modified.
+
+    - Top-k ties: a row keeps every token whose logit is >= the k-th largest logit, so tokens tied with the
+      k-th value are all kept and the row may keep more than k tokens. Nothing is ever dropped by a tie.
+    - Top-p keeps the smallest set of most likely tokens whose mass reaches p: a token is kept iff the mass of
+      the tokens ranked above it is < p. The most likely token is always kept, so no row is ever emptied.
+      Top-p is measured on the distribution left after top-k. Tied tokens are ranked by a stable sort: among
+      equal logits the lower token id ranks first, as in argmax.
     """
     if k is None and p is None:
         return logits
@@ -57,7 +49,10 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Ten
 def random_sample(probs: torch.Tensor, generators: dict[int, torch.Generator]) -> torch.Tensor:
     """One token per row of `probs` [B, V] by the exponential race. Returns [B] int64.
 
-    `generators` maps a batch row index to that request's own generator (seeded requests).
+    With `q ~ Exp(1)` i.i.d. per entry, `argmax(p / q)` is an exact draw from `p` (the race is the Gumbel-max
+    trick in another form) and needs no CPU-GPU sync. `generators` maps a batch row index to that request's
+    own generator (seeded requests): such a row draws its `q` from its own generator only; every other row
+    draws from the global default generator, which never touches the per-row generators.
     """
     q = torch.empty_like(probs)  # [B, V]
     if len(generators) != probs.shape[0]:

@@ -1,10 +1,10 @@
 """Chapter 1's exercises (why decoding is memory-bound): ridge point, memory-bound tokens, KV bytes.
 
-vLLM has no counterpart; the answers come from `minispec.bench.accelerators` (datasheets and the roofline
+vLLM has no counterpart; the answers come from `minispec.teach.accelerators` (datasheets and the roofline
 model), so they follow the package.
 """
 
-from minispec.bench.accelerators import (
+from minispec.teach.accelerators import (
     MODEL_SHAPES,
     get_accelerator,
     kv_cache_bytes,

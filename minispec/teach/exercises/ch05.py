@@ -3,7 +3,7 @@ and v, and the batch size at which a big tree stops paying on an H100.
 
 vLLM has no counterpart. The copy-heavy winner is measured (greedy, so deterministic): tokens per target
 forward of three methods on one prompt of `minispec.bench.taxonomy.build_prompts`, read from each output's
-provenance (`minispec.teach.provenance`). The break-even batch comes from `minispec.bench.projection`.
+provenance (`minispec.teach.provenance`). The break-even batch comes from `minispec.teach.projection`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 def copy_prompt():
     """The copy-heavy prompt of the exercise: the first of `build_prompts(1, categories=("copy_edit",))`."""
-    from minispec.bench.taxonomy import build_prompts
+    from minispec.teach.taxonomy import build_prompts
 
     return build_prompts(1, seed=0, categories=("copy_edit",))[0]
 
@@ -30,8 +30,8 @@ def copy_prompt():
 def copy_tokens_per_forward() -> dict[str, float]:
     """Tokens per target forward after the prefill, per method of COPY_METHODS, on `copy_prompt()`."""
     from minispec import LLM, SamplingParams
-    from minispec.bench.taxonomy import METHODS
     from minispec.teach.provenance import generate_with_provenance
+    from minispec.teach.taxonomy import METHODS
 
     prompt = list(copy_prompt().token_ids)
     params = SamplingParams(temperature=0, max_tokens=COPY_TOKENS, ignore_eos=True)
@@ -59,7 +59,7 @@ def _speedup() -> float:
 
 
 def _break_even() -> int:
-    from minispec.bench.projection import Assumptions, MethodAcceptance, break_even_batch, projected_speedup
+    from minispec.teach.projection import Assumptions, MethodAcceptance, break_even_batch, projected_speedup
 
     tree = MethodAcceptance(
         "ngram", 1, (int(TREE_E - 1),), (TREE_NODES,)

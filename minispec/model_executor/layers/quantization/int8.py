@@ -5,42 +5,8 @@ Chapters 1 and 5. vLLM v0.32.0 counterparts: the online shorthand `int8_per_chan
 `vllm/model_executor/layers/quantization/online/int8.py`, and speculative_config `quantization`, the draft model's
 quantization method (`vllm/config/speculative.py`). vLLM applies that shorthand to MoE experts only and leaves
 linear layers unquantized; minispec applies the same per-row scheme to every `nn.Linear` of the drafter's own
-network (a draft model, an EAGLE head, Medusa's heads), never to the target's layers.
-
-Why a drafter: chapter 1's lesson holds for it too. At batch 1 a draft step reads every weight once for one
-row of arithmetic, and in the engine those weights come back from memory after each target forward has pushed
-them out of the caches. int8 reads a quarter of float32's bytes. The drafts change a little (each weight is
-rounded to one of 255 levels of its row), the output does not: the target verifies every draft, so greedy
-output stays token for token the target's, and sampling stays lossless.
-
-    scale[o] = max_i |W[o, i]| / 127          q[o, i] = round(W[o, i] / scale[o]) in [-127, 127]
-    y = x @ (q * scale[:, None])^T + bias = (x @ q^T) * scale + bias
-
-How the product runs (`int8_linear`):
-- up to four rows in a compiled graph (a batch-1 drafting step, a depth of an EAGLE-2 tree of top_k 2, Medusa's
-  heads at batch 1): a multiply-and-sum written out, which Inductor turns into one loop that reads the int8
-  weight and converts it in registers (`minispec/compilation/decorators.py` turns freezing off for such a
-  network, since freezing would fold the conversion into a float32 copy, and lets the C++ compiler fuse each
-  multiply and add into an FMA). The rows go in as a float32 buffer of their own: fused into the loop, the
-  norm before the product would run again for every output, and bfloat16 rows would be converted again for
-  every output. The sum is float32, rounded to the activations' dtype once. Where rows are 384 wide or more,
-  the outputs go in blocks (`output_blocks`: four for one row, two for two), so each loop runs four sums side
-  by side, not one chain of FMAs. An exported first pass, whose row count is a symbol, pads its rows with zeros
-  to the symbol's bound (at most MUL_SUM_PAD_MAX_ROWS) and runs them all in one loop, as a fixed count does;
-  with no such bound, each row goes over the weight in turn, in one row's four blocks;
-- more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales each
-  output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations and
-  scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own rounding). In a
-  graph it is one opaque call (`int8_weight_only_mm`, a custom op), since Inductor cannot lower the aten op's
-  fused inputs;
-- elsewhere (a GPU, other widths): the weight converted to the activations' dtype, then one matmul (the
-  readable slow path).
-
-Where it pays (docs/benchmarks.md, "int8 drafters"): a compiled drafter at batch 1, whose one-row products read
-each weight once. The compiled EAGLE head with FR-Spec's 1024 tokens (2.26M weights, 9 MB in float32) drafts a depth at
-c = 0.16-0.19 instead of 0.22-0.25 of a target step, and at c = 0.095-0.098 since its drafting call got leaner
-(docs/benchmarks.md, "A leaner EAGLE drafting call"). The zoo's compiled draft model k = 7 drafts a step at
-c = 0.046-0.047 against 0.059-0.069 with float32 weights (2.7x plain decoding against 2.4-2.6x).
+network (a draft model, an EAGLE head, Medusa's heads), never to the target's layers. Why a drafter and the
+formulas: `Int8Linear`; how the product runs: `int8_linear`.
 """
 
 from __future__ import annotations
@@ -50,26 +16,23 @@ import torch.nn.functional as F
 from torch import nn
 
 INT8_PER_CHANNEL_WEIGHT_ONLY = "int8_per_channel_weight_only"  # vLLM's shorthand name
-QUANTIZATION_METHODS = (
-    INT8_PER_CHANNEL_WEIGHT_ONLY,
-)  # speculative_config "quantization" values minispec takes
 INT8_MAX = 127  # symmetric: -127..127, as vLLM's clamp(-vmax, vmax)
 # compiled products of this many rows or fewer are written as a multiply-and-sum: one row (a chain's depth), two
 # (a depth of an EAGLE-2 tree of top_k 2) and four (Medusa's four heads through their shared projection at batch
-# 1), where Inductor's loops beat the kernel or tie with it (docs/benchmarks.md)
+# 1), where Inductor's loops beat the kernel or tie with it (docs/performance.md)
 MUL_SUM_MAX_ROWS = 4
 # an exported graph's symbolic row count of at most this many (an EAGLE head's first pass: a step's drafts and
 # the bonus token) is padded with zero rows to its bound: one loop for all rows reads and converts each weight once,
-# where a loop per row converts it for every row (docs/benchmarks.md, "A first pass's rows in one loop")
+# where a loop per row converts it for every row (docs/performance.md)
 MUL_SUM_PAD_MAX_ROWS = 8
 # PyTorch's int8 CPU kernel reads the input features in vector blocks and has no tail: other widths crash it or
 # give NaN (torch 2.13, AVX-512), so they take the readable path. Every zoo and real model width is a multiple
 KERNEL_IN_MULTIPLE = 32
 # independent sums a compiled product's loop runs side by side (`output_blocks`): with one, each FMA waits
-# for the one before it (docs/benchmarks.md, "Four sums to a loop")
+# for the one before it (docs/performance.md)
 ACCUMULATORS = 4
 # narrower rows keep one sum a loop: a chain of 16 FMAs or fewer is short, and four sums to a loop only add work
-# around them (the zoo draft's widths, 128 and 256: 3-10% slower in four blocks, docs/benchmarks.md)
+# around them (the zoo draft's widths, 128 and 256, run slower in four blocks; docs/performance.md)
 BLOCKS_MIN_IN_FEATURES = 384
 
 
@@ -86,7 +49,17 @@ def quantize_per_channel(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
 class Int8Linear(nn.Module):
     """An nn.Linear whose weight is int8 with one scale per output row. `weight` [out, in] int8 and
     `weight_scale` [out] (in the activations' dtype) are buffers, so `.to(dtype)` leaves the int8 weight alone
-    and moves the scale and bias with the model's dtype."""
+    and moves the scale and bias with the model's dtype.
+
+        scale[o] = max_i |W[o, i]| / 127          q[o, i] = round(W[o, i] / scale[o]) in [-127, 127]
+        y = x @ (q * scale[:, None])^T + bias = (x @ q^T) * scale + bias
+
+    Why a drafter: chapter 1's lesson holds for it too. At batch 1 a draft step reads every weight once for
+    one row of arithmetic, and in the engine those weights come back from memory after each target forward has
+    pushed them out of the caches. int8 reads a quarter of float32's bytes, so it pays most in a compiled
+    drafter at batch 1, whose one-row products read each weight once (docs/performance.md). The drafts change
+    a little (each weight is rounded to one of 255 levels of its row), the output does not: the target
+    verifies every draft, so greedy output stays token for token the target's, and sampling stays lossless."""
 
     def __init__(
         self, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype
@@ -123,7 +96,29 @@ class Int8Linear(nn.Module):
 def int8_linear(
     x: torch.Tensor, weight: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """x [..., in] -> [..., out] = (x @ weight^T) * scale + bias, weight int8 [out, in], scale [out]."""
+    """x [..., in] -> [..., out] = (x @ weight^T) * scale + bias, weight int8 [out, in], scale [out].
+
+    How the product runs:
+    - up to four rows in a compiled graph (a batch-1 drafting step, a depth of an EAGLE-2 tree of top_k 2,
+      Medusa's heads at batch 1): a multiply-and-sum written out, which Inductor turns into one loop that
+      reads the int8 weight and converts it in registers (`minispec/compilation/decorators.py` turns freezing
+      off for such a network, since freezing would fold the conversion into a float32 copy, and lets the C++
+      compiler fuse each multiply and add into an FMA). The rows go in as a float32 buffer of their own: fused
+      into the loop, the norm before the product would run again for every output, and bfloat16 rows would be
+      converted again for every output. The sum is float32, rounded to the activations' dtype once. Where rows
+      are 384 wide or more, the outputs go in blocks (`output_blocks`: four for one row, two for two), so each
+      loop runs four sums side by side, not one chain of FMAs. An exported first pass, whose row count is a
+      symbol, pads its rows with zeros to the symbol's bound (at most MUL_SUM_PAD_MAX_ROWS) and runs them all
+      in one loop, as a fixed count does; with no such bound, each row goes over the weight in turn, in one
+      row's four blocks;
+    - more rows, or eager, on a CPU: PyTorch's `_weight_int8pack_mm`, which reads the int8 weight and scales
+      each output, for input widths that are a multiple of KERNEL_IN_MULTIPLE. It takes bfloat16 activations
+      and scales, so a float32 drafter's rows and scales go in rounded to bfloat16 (the drafter's own
+      rounding). In a graph it is one opaque call (`int8_weight_only_mm`, a custom op), since Inductor cannot
+      lower the aten op's fused inputs;
+    - elsewhere (a GPU, other widths): the weight converted to the activations' dtype, then one matmul (the
+      readable slow path).
+    """
     out_features, in_features = weight.shape
     rows = x.numel() // in_features
     flat = x.reshape(rows, in_features)
@@ -134,9 +129,8 @@ def int8_linear(
         # one loop per output that reads the int8 weight: [rows, 1, in] * [out, in], summed over in, in float32
         # (as Inductor computes bfloat16 anyway), rounded to the activations' dtype once at the end.
         # The rows go in as a float32 buffer of their own. as_strided: a view Inductor does not fuse through;
-        # fused into the loop, the norm or activation before it ran again for every output (0.55 against 0.89 ms
-        # a compiled chain call, warm). float32: bfloat16 rows would be converted again for every output (an
-        # EAGLE-2 tree's call 1.56 against 2.44 ms in bfloat16, warm; docs/benchmarks.md)
+        # fused into the loop, the norm or activation before it ran again for every output. float32: bfloat16
+        # rows would be converted again for every output (docs/performance.md)
         rows32 = flat.float()
         rows32 = rows32.as_strided(rows32.shape, rows32.stride())
         w = weight.float()
@@ -230,21 +224,3 @@ def is_quantized(model: nn.Module) -> bool:
 def linear_dtype(layer: nn.Module) -> torch.dtype:
     """The activations' dtype of an nn.Linear or an Int8Linear."""
     return layer.dtype if isinstance(layer, Int8Linear) else layer.weight.dtype
-
-
-def check_quantization(quantization) -> str | None:
-    """speculative_config `quantization`: None, or a method minispec applies to a drafter (QUANTIZATION_METHODS)."""
-    if quantization is None:
-        return None
-    allowed = f"None (the drafter's checkpoint dtype) or one of {list(QUANTIZATION_METHODS)}"
-    if not isinstance(quantization, str):
-        raise TypeError(
-            f"speculative_config quantization={quantization!r} is a {type(quantization).__name__}; "
-            f"allowed: {allowed}"
-        )
-    if quantization not in QUANTIZATION_METHODS:
-        raise ValueError(
-            f"speculative_config quantization={quantization!r}; allowed: {allowed}. vLLM's other "
-            f"methods read quantized checkpoints or need GPU kernels"
-        )
-    return quantization

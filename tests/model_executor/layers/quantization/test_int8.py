@@ -9,13 +9,14 @@ from torch import nn
 from torch.export import Dim
 
 from minispec.compilation.decorators import INT8_OPTIONS, int8_network_options, network_dtype
+from minispec.config import SpeculativeConfig
 from minispec.model_executor.layers.quantization import int8
 from minispec.model_executor.layers.quantization.int8 import (
     ACCUMULATORS,
     BLOCKS_MIN_IN_FEATURES,
+    INT8_PER_CHANNEL_WEIGHT_ONLY,
     MUL_SUM_MAX_ROWS,
     Int8Linear,
-    check_quantization,
     int8_linear,
     is_quantized,
     linear_dtype,
@@ -206,10 +207,14 @@ def test_compiled_networks_keep_their_int8_weights():
     assert int8_network_options(net, {"freezing": True}) == INT8_OPTIONS | {"freezing": True}
 
 
-def test_check_quantization():
-    assert check_quantization(None) is None
-    assert check_quantization("int8_per_channel_weight_only") == "int8_per_channel_weight_only"
+def test_speculative_config_quantization():
+    def spec(quantization):
+        config = {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 2}
+        return SpeculativeConfig.from_dict(config | {"quantization": quantization}).quantization
+
+    assert spec(None) is None
+    assert spec(INT8_PER_CHANNEL_WEIGHT_ONLY) == "int8_per_channel_weight_only"
     with pytest.raises(ValueError, match="quantization='fp8'.*int8_per_channel_weight_only"):
-        check_quantization("fp8")
+        spec("fp8")
     with pytest.raises(TypeError, match="quantization=8"):
-        check_quantization(8)
+        spec(8)

@@ -1,4 +1,5 @@
-"""EAGLE-2's selections written as comparisons for a compiled graph equal the host's sorts (eagle_tree.py)."""
+"""EAGLE-2's selections written as comparisons for a compiled graph (compilation/eagle_drafting.py) equal the
+eager tree's sorts (spec_decode/eagle_tree.py)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,8 @@ from types import SimpleNamespace
 
 import torch
 
-from minispec.spec_decode.eagle_tree import (
-    DynamicTreeConfig,
-    TreeDrafting,
-    best_in_creation_order,
-    prune,
-    pruned_trees,
-)
+from minispec.compilation.eagle_drafting import best_in_creation_order, prune, pruned_trees
+from minispec.spec_decode.eagle_tree import DynamicTreeConfig, TreeDrafting, next_frontier
 
 
 def test_best_in_creation_order_is_a_stable_sort_then_a_sort():
@@ -22,6 +18,7 @@ def test_best_in_creation_order_is_a_stable_sort_then_a_sort():
             scores = torch.randint(0, 4, (3, m), generator=gen).float().neg()  # many ties
             want = scores.sort(dim=1, descending=True, stable=True).indices[:, :k].sort(dim=1).values
             assert torch.equal(best_in_creation_order(scores, k), want)
+            assert torch.equal(next_frontier(scores, k), want)
 
 
 def _expansion(cfg: DynamicTreeConfig, num_reqs: int, gen: torch.Generator):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from minispec.bench.projection import (
+from minispec.teach.projection import (
     Assumptions,
     MethodAcceptance,
     break_even_batch,

@@ -2,7 +2,7 @@
 
 vLLM v0.32.0 has no counterpart file (its `vllm bench throughput` measures). The projection combines two
 things this package has: the acceptance per depth each method reached on the zoo (`minispec.bench.taxonomy`),
-and chapter 1's roofline of one forward (`minispec/bench/accelerators.py`):
+and chapter 1's roofline of one forward (`minispec/teach/accelerators.py`):
 
     t(tokens) = max((weight bytes + KV bytes) / bandwidth, 2 x params x tokens / peak FLOP/s)
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minispec.bench.accelerators import (
+from minispec.teach.accelerators import (
     MODEL_SHAPES,
     Accelerator,
     ModelShape,
@@ -264,10 +264,11 @@ def project(
     return out
 
 
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "docs" / "data"  # what the bench commands write
+
+
 def load_measured(accelerator: str, data_dir: str | Path | None = None) -> dict[str, dict[int, float]] | None:
     """{method: {batch: speedup}} from docs/data/taxonomy_<gpu>.csv (rows of category "all"), or None."""
-    from minispec.bench.roofline import DEFAULT_DATA_DIR
-
     slug = GPU_SLUGS.get(accelerator)
     path = Path(data_dir if data_dir is not None else DEFAULT_DATA_DIR) / f"taxonomy_{slug}.csv"
     if slug is None or not path.is_file():

@@ -1,9 +1,9 @@
-"""Tests for minispec/bench/accelerators.py: datasheet table and the roofline decode model."""
+"""Tests for minispec/teach/accelerators.py: datasheet table and the roofline decode model."""
 
 import numpy as np
 import pytest
 
-from minispec.bench.accelerators import (
+from minispec.teach.accelerators import (
     ACCELERATORS,
     GPU_MEMORY_UTILIZATION,
     MODEL_SHAPES,

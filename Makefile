@@ -24,8 +24,10 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	cd notebooks && ../$(PY) -m jupyter lab $(ROOT_FLAG) $(LAB_ARGS)
 
+# TEST_JOBS pytest workers (pytest-xdist), one per core of the course machines; TEST_JOBS=0 runs in-process.
+TEST_JOBS ?= 2
 test: $(STAMP)
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_JOBS) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

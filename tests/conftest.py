@@ -1,5 +1,6 @@
-"""Suite-wide settings: offline Hugging Face, a headless matplotlib, Triton's CPU interpreter, and a failure
-when nothing was collected (pytest's exit code 5 would otherwise pass unnoticed through make)."""
+"""Suite-wide settings: offline Hugging Face, a headless matplotlib, Triton's CPU interpreter, one thread per
+pytest-xdist worker, and a failure when nothing was collected (pytest's exit code 5 would otherwise pass
+unnoticed through make)."""
 
 import os
 
@@ -11,6 +12,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs one worker per core: one thread each
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 

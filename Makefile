@@ -25,9 +25,10 @@ lab: $(STAMP)
 	cd notebooks && ../$(PY) -m jupyter lab $(ROOT_FLAG) $(LAB_ARGS)
 
 # TEST_JOBS pytest workers (pytest-xdist), one per core of the course machines; TEST_JOBS=0 runs in-process.
+# Tests are shared out one by one, except those of an xdist_group (tests/peer), which run on one worker.
 TEST_JOBS ?= 2
 test: $(STAMP)
-	$(VENV)/bin/pytest -n $(TEST_JOBS) $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

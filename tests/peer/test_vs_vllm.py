@@ -22,7 +22,8 @@ except PeerMissing as e:
         raise
     pytest.skip(str(e), allow_module_level=True)
 
-pytestmark = pytest.mark.slow
+# one pytest-xdist worker runs the whole module, so each configuration is compared with vLLM once (_RESULTS)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("peer")]
 
 SPEC_CONFIGS = [name for name in CONFIG_NAMES if name != "plain"]
 HEADS = ["draft_model", "eagle", "eagle3", "medusa"]

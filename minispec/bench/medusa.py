@@ -24,7 +24,7 @@ import torch
 
 from minispec import LLM, SamplingParams
 from minispec.zoo import corpus
-from minispec.zoo.trees import DEFAULT_TREE, MEASURED_TREE  # noqa: F401  (re-exported)
+from minispec.zoo.trees import DEFAULT_TREE, MEASURED_TREE
 
 
 def greedy_heldout_windows(num_windows: int, seq_len: int, prompt_len: int = 32) -> torch.Tensor:

@@ -45,11 +45,11 @@ import time
 from collections.abc import Sequence
 
 from minispec import LLM, SamplingParams
-from minispec.bench.medusa import MEASURED_TREE
 from minispec.bench.roofline import cpu_description, torch_threads
 from minispec.compilation.decorators import QUIET_AUTOTUNE
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.teach.theory import expected_tokens_per_step
+from minispec.zoo.trees import MEASURED_TREE
 
 # Medusa's tree: the best 16-node tree under the zoo heads' measured per-rank accuracies (see bench.medusa)
 MEDUSA_TREE = MEASURED_TREE

@@ -170,7 +170,9 @@ class EagleInOneGraph:
         call, not once per forward, and the tree's small tensor ops fuse. A chain keeps every node: no pruning."""
         p = self.proposer
         forward = functools.partial(type(p.draft).forward, p.draft)  # its own, not the compiled one
-        root_out, root_feed = self._run_first_pass(first, forward)
+        root_out, root_feed = p.model_forward(
+            first.input_ids, first.positions, first.features, first.meta, first.last, forward
+        )
 
         def run_depth(tokens, hidden, depth, first_slot, seen):
             return p._run_depth(keys, tokens, hidden, depth, first_slot, seen, forward)
@@ -230,19 +232,6 @@ class EagleInOneGraph:
             last_position=key_pos[committed - 1 : committed],
         )
         return FirstPass(input_ids, positions, features, meta, last), keys
-
-    def _run_first_pass(self, first: FirstPass, forward=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first pass's outputs at each request's last entry (for logits, to feed back), each [B, H];
-        `forward`: the draft's own forward (not the compiled one), inside the one graph of a compiled head."""
-        p = self.proposer
-        if p.last_query_only:  # the other entries only write their keys and values
-            return forward(
-                first.input_ids, first.positions, first.features, p.kv_caches, first.meta, first.last
-            )
-        out, feed = forward(
-            first.input_ids, first.positions, first.features, p.kv_caches, first.meta
-        )  # [T, H]
-        return out[first.last], feed[first.last]
 
 
 def prune(tokens: torch.Tensor, parents: torch.Tensor, scores: torch.Tensor, num_keep: int):

@@ -18,14 +18,7 @@ import torch
 from minispec.attention.paged_attention import padded_block_table
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
-from minispec.spec_decode.llm_base_proposer import (
-    GREEDY,
-    DecodeSteps,
-    DraftBatch,
-    Drafts,
-    SpecDecodeBaseProposer,
-    sample_draft_token_ids,
-)
+from minispec.spec_decode.llm_base_proposer import DraftBatch, Drafts, SpecDecodeBaseProposer
 
 
 @dataclass
@@ -135,4 +128,4 @@ class DraftModelProposer(SpecDecodeBaseProposer):
         return out
 
 
-__all__ = ["GREEDY", "DecodeSteps", "DraftModelProposer", "DraftState", "sample_draft_token_ids"]
+__all__ = ["DraftModelProposer", "DraftState"]

@@ -233,12 +233,14 @@ class EagleProposer(TreeDrafting, SpecDecodeBaseProposer):
             self.max_model_len, self.draft.config.max_position_embeddings
         )
 
-    def model_forward(self, input_ids, positions, hidden_states, meta, token_indices=None):
+    def model_forward(self, input_ids, positions, hidden_states, meta, token_indices=None, forward=None):
         """The head's (outputs for logits, outputs to feed back). With `last_query_only` the first pass's other
-        entries stop once their keys and values are written."""
+        entries stop once their keys and values are written. `forward`: the head's own forward, not the compiled
+        one, inside a compiled drafting call's graph."""
+        forward = forward or self.draft
         if token_indices is not None and self.last_query_only:
-            return self.draft(input_ids, positions, hidden_states, self.kv_caches, meta, token_indices)
-        out, feed = self.draft(input_ids, positions, hidden_states, self.kv_caches, meta)  # [T, H] each
+            return forward(input_ids, positions, hidden_states, self.kv_caches, meta, token_indices)
+        out, feed = forward(input_ids, positions, hidden_states, self.kv_caches, meta)  # [T, H] each
         return (out, feed) if token_indices is None else (out[token_indices], feed[token_indices])
 
     def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor:

@@ -25,12 +25,10 @@ import torch
 from minispec.spec_decode.eagle_tree import DraftTree, TreeExpansion
 from minispec.spec_decode.tree import SpecTree
 from minispec.worker.tree_verification import VerificationRecord
+from minispec.zoo.trees import DEFAULT_TREE
 
 # speculative configs the chapters trace (the bench modules measure the same ones)
-MEDUSA_TREE = (
-    "[(0,), (1,), (2,), (3,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), "
-    "(0, 0, 0), (0, 0, 1), (0, 1, 0), (1, 0, 0), (0, 0, 0, 0), (0, 0, 0, 1)]"
-)  # = minispec.bench.medusa.DEFAULT_TREE
+MEDUSA_TREE = DEFAULT_TREE
 EAGLE_STATIC_TREE = [(0,), (1,), (2,), (0, 0), (0, 1), (1, 0), (0, 0, 0), (0, 0, 1), (0, 0, 0, 0)]
 CONFIGS: dict[str, dict] = {
     "medusa chain": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 4},

@@ -9,6 +9,7 @@ from minispec import zoo
 from minispec.bench import medusa
 from minispec.teach.medusa_accuracy import heldout_windows
 from minispec.zoo.evaluate import greedy_tokens, load_model
+from minispec.zoo.trees import MEASURED_TREE
 
 
 def test_greedy_heldout_windows_continue_held_out_prompts_greedily():
@@ -27,6 +28,6 @@ def test_greedy_heldout_windows_rejects_a_prompt_as_long_as_the_window(prompt_le
 
 
 def test_measured_tree_is_a_tree_of_rank_paths():
-    tree = ast.literal_eval(medusa.MEASURED_TREE)
+    tree = ast.literal_eval(MEASURED_TREE)
     assert len(tree) == 16 and len(set(tree)) == 16
     assert all(path[:-1] in tree for path in tree if len(path) > 1)  # every node's parent is in the tree

@@ -87,12 +87,11 @@ def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, m
     prompt, two logits of the target lie one float32 ulp apart, and that mix made greedy speculative decoding
     pick the other token than plain decoding does (docs/performance.md).
 
-    Which dtypes: float32 everywhere oneDNN runs, and bfloat16 where oneDNN has bfloat16 kernels (AVX-512,
-    AVX512-BF16, AMX or AVX-NE-CONVERT: `packable_dtypes()`), as vLLM packs both. With AMX the packed bfloat16
-    product is nearly flat in the number of rows; on an AVX2-only CPU oneDNN cannot pack bfloat16, and those
-    layers keep `F.linear`. Packed bfloat16 rows are batch-invariant for most shapes but not all (AMX splits
-    some reductions differently for different row counts, by one bfloat16 ulp), which is within the "up to
-    hardware numerics" vLLM documents for half precision; the float32 guarantee above is bitwise.
+    Which dtypes: float32 everywhere oneDNN runs, and bfloat16 where oneDNN has bfloat16 kernels
+    (`packable_dtypes()`), as vLLM packs both; elsewhere bfloat16 layers keep `F.linear`. Packed bfloat16 rows are
+    batch-invariant for most shapes but not all (a kernel may split a reduction differently for different row
+    counts, by one bfloat16 ulp), which is within the "up to hardware numerics" vLLM documents for half
+    precision; the float32 guarantee above is bitwise.
 
     A layer whose pack fails keeps `F.linear`, as vLLM falls back when oneDNN refuses. minispec keeps the
     original weight (vLLM frees it), builds the pack at the layer's first call and rebuilds it when the weight

@@ -17,7 +17,7 @@ does.
 (speculative_config `draft_vocab_size`; `minispec/spec_decode/draft_vocab.py`): the head's lm_head product
 shrinks with it, and so may E.
 
-vLLM counterpart: none; v0.32.0 has no token trees (`minispec/spec_decode/eagle_tree.py` says where EAGLE-2's
+vLLM counterpart: none; v0.32.0 has no token trees (`minispec/trees/eagle_tree.py` says where EAGLE-2's
 construction comes from).
 """
 
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from minispec.bench.roofline import cpu_description, torch_threads
 from minispec.bench.spec_decode import EAGLE2, run
-from minispec.spec_decode.eagle_tree import DynamicTreeConfig
+from minispec.trees.eagle_tree import DynamicTreeConfig
 
 QUICK = {
     "depths": [2],

@@ -10,7 +10,7 @@ such as Medusa's heads that is a large share of it (docs/performance.md). AOTInd
 wrapper included, into a shared library: one call from the host, no Python between the kernels, no guards. The
 price: sizes only within the exported ranges, the example's dtypes and devices (anything else takes
 `torch.compile`'s graph), and a compile per proposer. Used by `minispec/spec_decode/medusa.py` and
-`minispec/spec_decode/eagle_tree.py` (`_draft_in_graph`).
+`minispec/trees/eagle_tree.py` (`_draft_in_graph`).
 """
 
 from __future__ import annotations

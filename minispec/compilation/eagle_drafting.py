@@ -5,7 +5,7 @@ logits and top_k, and an EAGLE-2 tree's pruning compile into one function, so th
 paid once per drafting call; a greedy chain runs as a tree of top_k 1. For one request the graph builds its
 metadata from the request's block ids (`_one_request_inputs`), and on a CPU it is compiled ahead of time
 (`minispec/compilation/aot.py`). The eager path it replaces is `EagleProposer`'s (`spec_decode/eagle.py`,
-`eagle_tree.py`); it drafts the same tokens.
+`trees/eagle_tree.py`); it drafts the same tokens.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from minispec.compilation.decorators import compile_drafting_call, drafting_call
 from minispec.config import DynamicTreeConfig
 from minispec.model_executor.layers.rotary_embedding import RotaryEmbedding
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.eagle_tree import DraftKeys, DraftTree
 from minispec.spec_decode.llm_base_proposer import GREEDY, DraftBatch, Drafts
+from minispec.trees.eagle_tree import DraftKeys, DraftTree
 
 
 @dataclass

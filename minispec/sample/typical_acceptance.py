@@ -24,7 +24,7 @@ from minispec.sample.rejection_sampler import (
 from minispec.sample.sampler import Sampler, SamplerOutput
 from minispec.sampling_params import _SAMPLING_EPS
 from minispec.spec_decode.metadata import SpecDecodeMetadata
-from minispec.spec_decode.tree import SpecTree, deepest_accepted_node
+from minispec.trees.spec_tree import SpecTree, deepest_accepted_node
 
 DEFAULT_POSTERIOR_THRESHOLD = 0.09
 DEFAULT_POSTERIOR_ALPHA = 0.3

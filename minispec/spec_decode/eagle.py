@@ -2,7 +2,7 @@
 
 Chapter 4. vLLM v0.32.0 counterpart: `vllm/v1/spec_decode/eagle.py`, a thin subclass of
 `SpecDecodeBaseProposer` (`llm_base_proposer.py`) that passes hidden states to the model, as here: a chain runs
-the base's loop. Trees go beyond v0.32.0 (`eagle_tree.py`). What differs: the head keeps its own paged KV cache
+the base's loop. Trees go beyond v0.32.0 (`minispec/trees/eagle_tree.py`). What differs: the head keeps its own paged KV cache
 and commits entries as the target's features arrive (`add_target_features`); the first pass runs past keys and
 values only at each request's last entry (`last_query_only`; vLLM runs every entry through the layer).
 
@@ -22,14 +22,14 @@ from minispec.attention.paged_attention import padded_block_table
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
 from minispec.spec_decode.draft_vocab import draft_vocab_of
-from minispec.spec_decode.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
 from minispec.spec_decode.llm_base_proposer import (
     DraftBatch,
     Drafts,
     SpecDecodeBaseProposer,
     in_inference_mode,
 )
-from minispec.spec_decode.tree import SpecTree, check_tree_ranks
+from minispec.trees.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
+from minispec.trees.spec_tree import SpecTree, check_tree_ranks
 
 
 def target_features(

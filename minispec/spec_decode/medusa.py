@@ -15,7 +15,7 @@ import torch
 from minispec.core.request import Request
 from minispec.model_executor.models.medusa import Medusa
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.tree import SpecTree, check_tree_ranks
+from minispec.trees.spec_tree import SpecTree, check_tree_ranks
 
 
 class MedusaProposer:
@@ -29,7 +29,7 @@ class MedusaProposer:
     - chain mode: draft i = argmax of head i, for i < num_speculative_tokens;
     - tree mode: node with rank path p at depth d = head d-1's candidate of rank p[-1] (its top-k list), so
       siblings are a head's alternatives; the tree's nodes are returned in tree order and the model runner
-      verifies them in one forward with the tree attention mask (see `minispec/spec_decode/tree.py`).
+      verifies them in one forward with the tree attention mask (see `minispec/trees/spec_tree.py`).
 
     Drafts are deterministic (top-k of the heads), so the rejection sampler treats them as one-hot and
     sampling stays lossless; typical acceptance (`minispec/sample/typical_acceptance.py`) is the Medusa

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from minispec.spec_decode.eagle_tree import DraftTree, TreeExpansion
-from minispec.spec_decode.tree import SpecTree
+from minispec.trees.eagle_tree import DraftTree, TreeExpansion
+from minispec.trees.spec_tree import SpecTree
 from minispec.worker.tree_verification import VerificationRecord
 from minispec.zoo.trees import DEFAULT_TREE
 
@@ -355,7 +355,7 @@ def sample_walks(
     import numpy as np
 
     from minispec.sample.tree_sampler import sample_tree_path
-    from minispec.spec_decode.tree import walk_tree
+    from minispec.trees.spec_tree import walk_tree
 
     if rule not in ("walk", "siblings"):
         raise ValueError(f"rule={rule!r} must be 'walk' or 'siblings'")

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from minispec.spec_decode.tree import MAX_TREE_NODES, SpecTree
+from minispec.trees.spec_tree import MAX_TREE_NODES, SpecTree
 
 
 def check_accept_probs(accept_probs) -> np.ndarray:

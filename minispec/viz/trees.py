@@ -4,7 +4,7 @@ draft vocabulary and what a truncated vocabulary keeps and saves).
 
 vLLM has no counterpart (v0.32.0 has no tree speculation). Everything is matplotlib (no graphviz): a tree is
 laid out in layers, depth left to right, leaves one row each and every parent centred on its children. A tree
-is a `SpecTree` (`minispec/spec_decode/tree.py`), an EAGLE `DraftTree`, a `StepTrace`
+is a `SpecTree` (`minispec/trees/spec_tree.py`), an EAGLE `DraftTree`, a `StepTrace`
 (`minispec/teach/traces.py`) or a plain parent list (-1 at the root). Every function returns a Figure.
 """
 
@@ -206,7 +206,7 @@ def _is_bonus(trace) -> bool:
 def plot_tree_mask(tree, context_len: int = 3, ax=None) -> Figure:
     """The step's attention mask over [context + root + nodes]: context rows causal (earlier steps), the
     step's rows (root and nodes) see the whole context and, inside the tree, their ancestors and themselves."""
-    from minispec.spec_decode.tree import SpecTree
+    from minispec.trees.spec_tree import SpecTree
 
     parents = _parents(tree)
     tree_mask = SpecTree(parents).attention_mask().numpy()  # [N + 1, N + 1]
@@ -232,7 +232,7 @@ def plot_tree_mask(tree, context_len: int = 3, ax=None) -> Figure:
 
 def plot_tree_buffers(tree, ax=None) -> Figure:
     """Per node: rank path, parent, position id (depth); then retrieve_indices, one row per leaf."""
-    from minispec.spec_decode.tree import SpecTree
+    from minispec.trees.spec_tree import SpecTree
 
     spec = tree if isinstance(tree, SpecTree) else SpecTree(_parents(tree))
     rows = [["node", "path", "parent", "position id"]]
@@ -257,7 +257,7 @@ def plot_tree_buffers(tree, ax=None) -> Figure:
 def plot_tree_overview(tree, context_len: int = 3, errors: str = "raise") -> Figure:
     """Tree, mask and buffers side by side. `tree`: a SpecTree or rank paths (vLLM's string of tuples);
     with errors="show" an invalid tree draws its error message instead of raising (for a text-box widget)."""
-    from minispec.spec_decode.tree import SpecTree
+    from minispec.trees.spec_tree import SpecTree
 
     if errors not in ("raise", "show"):
         raise ValueError(f"errors={errors!r} must be 'raise' or 'show'")

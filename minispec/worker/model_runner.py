@@ -45,7 +45,7 @@ from minispec.spec_decode.medusa import MedusaProposer
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.spec_decode.ngram_proposer import NgramProposer
-from minispec.spec_decode.tree import SpecTree, build_spec_tree
+from minispec.trees.spec_tree import SpecTree, build_spec_tree
 from minispec.worker.step_record import PhaseTimer, StepRecord
 from minispec.worker.tree_verification import TreeVerificationMixin, VerificationRecord
 

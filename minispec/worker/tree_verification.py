@@ -26,7 +26,7 @@ from minispec.sample.ops.topk_topp_sampler import random_sample
 from minispec.sample.sampler import Sampler
 from minispec.sample.tree_sampler import sample_tree_path
 from minispec.sampling_params import _SAMPLING_EPS
-from minispec.spec_decode.tree import SpecTree, compact_kv_cache, greedy_tree_walk, walk_tree
+from minispec.trees.spec_tree import SpecTree, compact_kv_cache, greedy_tree_walk, walk_tree
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """EAGLE-2's selections written as comparisons for a compiled graph (compilation/eagle_drafting.py) equal the
-eager tree's sorts (spec_decode/eagle_tree.py)."""
+eager tree's sorts (trees/eagle_tree.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import torch
 
 from minispec.compilation.eagle_drafting import best_in_creation_order, prune, pruned_trees
-from minispec.spec_decode.eagle_tree import DynamicTreeConfig, TreeDrafting, next_frontier
+from minispec.trees.eagle_tree import DynamicTreeConfig, TreeDrafting, next_frontier
 
 
 def test_best_in_creation_order_is_a_stable_sort_then_a_sort():

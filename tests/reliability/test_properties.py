@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from minispec import LLM, SamplingParams, SpeculativeConfig
 from minispec.sample.rejection_sampler import MAX_SPEC_LEN
-from minispec.spec_decode.tree import SpecTree
+from minispec.trees.spec_tree import SpecTree
 from tests.reliability.harness import assert_clean, assert_invariant
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

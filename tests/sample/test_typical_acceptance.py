@@ -67,7 +67,7 @@ def test_sampler_rows_recover_with_argmax_and_take_bonus():
 
 
 def test_accept_tree_keeps_the_deepest_passing_path():
-    from minispec.spec_decode.tree import SpecTree
+    from minispec.trees.spec_tree import SpecTree
 
     tree = SpecTree.from_paths("[(0,), (1,), (0, 0), (1, 0)]")  # nodes 1 (0,), 2 (1,), 3 (0,0), 4 (1,0)
     logits = torch.zeros(5, 10)

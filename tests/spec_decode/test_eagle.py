@@ -10,7 +10,7 @@ from minispec.compilation.eagle_drafting import EagleInOneGraph
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.sample.metadata import SamplingMetadata
 from minispec.spec_decode.eagle import DynamicTreeConfig, EagleProposer
-from minispec.spec_decode.tree import SpecTree
+from minispec.trees.spec_tree import SpecTree
 from minispec.zoo.train_eagle import draft_forward
 from tests.eagle_models import make_eagle, make_eagle3, make_target
 
@@ -204,7 +204,7 @@ def test_every_tree_node_scores_what_a_dense_forward_along_its_path_gives(drafts
 def test_keep_best_keeps_the_best_nodes_ties_to_the_earlier_and_renumbers_them():
     """EAGLE-2's pruning against a reference: the total_tokens - 1 best scores (an equal score goes to the node
     created first), kept in creation order, each parent renumbered (0 for the root)."""
-    from minispec.spec_decode.eagle_tree import TreeDrafting
+    from minispec.trees.eagle_tree import TreeDrafting
 
     cfg = DynamicTreeConfig(total_tokens=5, depth=1, top_k=2)  # 2 + 4 generated nodes, 4 kept
     holder = SimpleNamespace(dynamic_tree=cfg)

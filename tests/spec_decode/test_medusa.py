@@ -10,7 +10,7 @@ import torch
 from minispec import LLM, SamplingParams, zoo
 from minispec.model_executor.models.medusa import Medusa, MedusaConfig
 from minispec.spec_decode.draft_vocab import draft_vocab_of, write_token_counts
-from minispec.spec_decode.tree import SpecTree
+from minispec.trees.spec_tree import SpecTree
 from minispec.zoo import corpus
 from tests.hf_models import VOCAB, load_hf, make_model_dir
 from tests.stats import chi_square_test

@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from minispec.spec_decode.tree import SpecTree
 from minispec.teach import tree_theory as tt
+from minispec.trees.spec_tree import SpecTree
 
 A = [[0.6, 0.2], [0.5, 0.1]]  # depth 1: rank 0 right 60%, rank 1 20%; depth 2: 50% / 10%
 

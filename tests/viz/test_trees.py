@@ -10,10 +10,10 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from minispec.spec_decode.eagle_tree import DraftTree, TreeExpansion  # noqa: E402
-from minispec.spec_decode.tree import SpecTree  # noqa: E402
 from minispec.teach.calibration import Bucket  # noqa: E402
 from minispec.teach.traces import MEDUSA_TREE, StepTrace  # noqa: E402
+from minispec.trees.eagle_tree import DraftTree, TreeExpansion  # noqa: E402
+from minispec.trees.spec_tree import SpecTree  # noqa: E402
 from minispec.viz import trees as vt  # noqa: E402
 
 TREE = SpecTree.from_paths(MEDUSA_TREE)

@@ -1,7 +1,7 @@
 """Chapter 3's exercises (Medusa heads and tree attention): a tree's buffers, its expected acceptance length,
 and the next node the greedy construction adds.
 
-vLLM has no counterpart. The answers come from the package: the buffers from `minispec.spec_decode.tree`
+vLLM has no counterpart. The answers come from the package: the buffers from `minispec.trees.spec_tree`
 (`SpecTree.parents`, `position_ids`, `retrieve_indices`), the acceptance lengths and the greedy tree from
 `minispec.teach.tree_theory`.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from minispec.spec_decode.tree import SpecTree
 from minispec.teach import tree_theory
 from minispec.teach.exercises import Exercise, _normalise
+from minispec.trees.spec_tree import SpecTree
 
 BUFFER_TREE = [(0,), (1,), (0, 0), (0, 1), (1, 0)]
 ACCURACY = [[0.5, 0.2, 0.1], [0.4, 0.15, 0.1]]  # head 0 ranks 1..3, head 1 ranks 1..3

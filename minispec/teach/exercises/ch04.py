@@ -2,7 +2,7 @@
 through EAGLE-3's `d2t`.
 
 vLLM has no counterpart. The kept set is computed by minispec's own pruning (`TreeDrafting._keep_best` in
-`minispec/spec_decode/eagle_tree.py`), the id map by `Eagle3LlamaForCausalLM.draft_to_target`
+`minispec/trees/eagle_tree.py`), the id map by `Eagle3LlamaForCausalLM.draft_to_target`
 (`minispec/model_executor/models/llama_eagle3.py`: target id = draft id + d2t[draft id]).
 """
 
@@ -42,7 +42,7 @@ def _frontier() -> list[int]:
 
 
 def _kept() -> list[int]:
-    from minispec.spec_decode.eagle_tree import DynamicTreeConfig, TreeDrafting
+    from minispec.trees.eagle_tree import DynamicTreeConfig, TreeDrafting
 
     cfg = SimpleNamespace(dynamic_tree=DynamicTreeConfig(TOTAL_TOKENS, 2, TOP_K))
     tokens = torch.arange(len(EXPANSION))[None]  # [1, G]

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from minispec.spec_decode.tree import (
+from minispec.trees.spec_tree import (
     SpecTree,
     compact_kv_cache,
     deepest_accepted_node,
@@ -79,7 +79,7 @@ def test_compact_kv_cache_moves_accepted_nodes():
 
 
 def test_ancestor_mask_matches_the_walk():
-    from minispec.spec_decode.tree import ancestor_mask
+    from minispec.trees.spec_tree import ancestor_mask
 
     tree = SpecTree.from_paths([(0,), (1,), (0, 0), (0, 1), (1, 0), (0, 0, 0), (0, 1, 0), (0, 0, 0, 0)])
     expected = torch.zeros(9, 9, dtype=torch.bool)
@@ -93,7 +93,7 @@ def test_ancestor_mask_matches_the_walk():
 
 
 def test_greedy_tree_walk_equals_walk_tree():
-    from minispec.spec_decode.tree import greedy_tree_walk
+    from minispec.trees.spec_tree import greedy_tree_walk
 
     gen = torch.Generator().manual_seed(0)
     trees = [SpecTree.from_paths([(0,), (1,), (2,), (0, 0), (0, 1), (1, 0), (0, 0, 0)]), SpecTree.chain(4)]

@@ -21,7 +21,7 @@ import torch
 from minispec.attention.paged_attention import AttentionMetadata, slots_of
 from minispec.config import DynamicTreeConfig
 from minispec.spec_decode.llm_base_proposer import DraftBatch
-from minispec.spec_decode.tree import SpecTree
+from minispec.trees.spec_tree import SpecTree
 
 
 @dataclass

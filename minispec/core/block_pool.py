@@ -27,3 +27,8 @@ class BlockPool:
 
     def free_blocks(self, block_ids: list[int]) -> None:
         self.free_block_queue.extend(block_ids)
+
+    def reset(self) -> None:
+        """Every block free, in the order of a new pool (vLLM's `reset_prefix_cache` has the same
+        precondition: no request holds a block)."""
+        self.free_block_queue = deque(range(self.num_blocks))

@@ -40,6 +40,10 @@ class KVCacheManager:
 
     def free(self, request: Request) -> None:
         self.block_pool.free_blocks(self.req_to_blocks.pop(request.request_id, []))
+        if not any(self.req_to_blocks.values()):
+            # No request holds a block, so every block is free: this also returns a block that an interrupt
+            # caught in transit (taken from the pool, not yet in a request's list), and the pool is as new.
+            self.block_pool.reset()
 
     @property
     def num_free_blocks(self) -> int:

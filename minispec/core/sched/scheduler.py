@@ -39,12 +39,11 @@ class Scheduler:
         """Take the requests `request_ids` out of the queues, free their blocks and mark them finished;
         unknown or already finished ids are skipped. Returns the requests it finished."""
         ids = {request_ids} if isinstance(request_ids, str) else set(request_ids)
-        found = [r for r in list(self.waiting) + self.running if r.request_id in ids]
+        found = list({r.request_id: r for r in [*self.waiting, *self.running] if r.request_id in ids}.values())
         for request in found:
-            if request in self.running:
-                self.running.remove(request)
-            else:
-                self.waiting.remove(request)
+            # both queues: an interrupted preemption may have left a request in each (see _preempt)
+            self.running[:] = [r for r in self.running if r is not request]
+            self.waiting = deque(r for r in self.waiting if r is not request)
             self.kv_cache_manager.free(request)
             request.status = finished_status
             request.spec_token_ids = []
@@ -65,7 +64,7 @@ class Scheduler:
             # here, not when they are proposed; drafts past max_tokens are cut by the stop check)
             num_new = min(num_new, self.max_model_len - request.num_computed_tokens - 1)
             while self.kv_cache_manager.allocate_slots(request, num_new) is None:
-                victim = self.running.pop()  # the most recently admitted request
+                victim = self.running[-1]  # the most recently admitted request
                 self._preempt(victim)
                 preempted.add(victim.request_id)
                 if victim is request:
@@ -97,11 +96,14 @@ class Scheduler:
         return SchedulerOutput(scheduled, num_scheduled, spec_tokens, preempted)
 
     def _preempt(self, request: Request) -> None:
-        self.kv_cache_manager.free(request)
+        """Move the last running request back to the front of the queue, its blocks freed. It joins `waiting`
+        before it leaves `running`, so an interrupt at any point leaves it where an abort finds it."""
+        self.waiting.appendleft(request)
+        self.running.pop()
         request.status = RequestStatus.PREEMPTED
         request.num_computed_tokens = 0
         request.spec_token_ids = []
-        self.waiting.appendleft(request)
+        self.kv_cache_manager.free(request)
 
     def update_from_output(
         self,
@@ -143,5 +145,5 @@ class Scheduler:
         return request.is_finished
 
     def _free(self, request: Request) -> None:
+        self.kv_cache_manager.free(request)  # blocks first: a request still in `running` is one an abort finds
         self.running.remove(request)
-        self.kv_cache_manager.free(request)

@@ -29,37 +29,15 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-VLLM_VERSION = "v0.32.0"
-V0_VERSION = "v0.9.2"  # the last release with vllm/spec_decode/ (PR #21152 removed it; absent from v0.10.0)
-GITHUB = "https://github.com/vllm-project/vllm"
+from minispec.concordance_refs import V0_VERSION, VLLM_VERSION, VllmRef, permalink
+
+if TYPE_CHECKING:
+    from minispec.concordance_mrv2 import Mrv2
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DOC_PATH = REPO_ROOT / "docs" / "concordance.md"
-
-
-def permalink(path: str, version: str = VLLM_VERSION) -> str:
-    """GitHub permalink of a vLLM path at a release tag (`tree` for folders, which end in '/')."""
-    file_path = path.split("::")[0]
-    kind = "tree" if file_path.endswith("/") else "blob"
-    return f"{GITHUB}/{kind}/{version}/{file_path.rstrip('/')}"
-
-
-@dataclass(frozen=True)
-class VllmRef:
-    """One vLLM path, optionally with a symbol in it (a class, function or `Class.method`)."""
-
-    path: str
-    symbol: str = ""
-    version: str = VLLM_VERSION
-
-    @classmethod
-    def parse(cls, text: str, version: str = VLLM_VERSION) -> VllmRef:
-        path, _, symbol = text.partition("::")
-        return cls(path, symbol, version)
-
-    @property
-    def url(self) -> str:
-        return permalink(self.path, self.version)
 
 
 @dataclass(frozen=True)
@@ -157,6 +135,8 @@ ROWS: list[Row] = [
     R("minispec/trees/spec_tree.py", NONE, "A tree is a parent list; ancestor masks from the parents as bitsets (one integer operation per node), the greedy walk as numpy array ops on the host, one step per tree level; retrieve and tree indices; the accepted path's KV copied onto consecutive slots (`compact_kv_cache`)", beyond="Token trees (vLLM's string-of-tuples syntax is accepted); v0.32.0 has neither `speculative_token_tree` nor a tree attention backend", ref="FasterDecoding/Medusa `medusa/model/utils.py` (`generate_medusa_buffers`)"),
     # ---- teaching helpers (no counterpart) ----------------------------------------------------------------------
     R("minispec/concordance.py", NONE, "This table as data: rows, permalinks, the markdown generator and its staleness check (chapter 7)"),
+    R("minispec/concordance_refs.py", NONE, "A vLLM reference (release path, optional symbol) and its GitHub permalink, shared by the concordance's two tables (chapter 7)"),
+    R("minispec/concordance_mrv2.py", NONE, "The concordance's Model Runner V2 side as data: each mirrored module's and function's counterpart in `vllm/v1/worker/gpu/` (or why none), and the v0.32.0 files v0.34.0 removed (chapter 7)"),
     R("minispec/teach/theory.py", NONE, "Leviathan et al.'s E, E / (k c + 1) and E / (k c + v); acceptance rate and per-position acceptance from alpha; Wilson intervals; Pearson chi-square test", ref="Leviathan et al. 2023, section 3"),
     R("minispec/teach/toy.py", NONE, "One position of speculative sampling in numpy: draw from q, accept with min(1, p/q), else draw from norm(max(p - q, 0)); teaches what `rejection_random_sample_kernel` does per position"),
     R("minispec/teach/walkthrough.py", NONE, "One speculative step taken apart with plain Hugging Face forwards; the decision is the production `rejection_sample`, every intermediate kept for display (chapter 2)"),
@@ -584,11 +564,14 @@ def symbol_defined(source: str, symbol: str) -> bool:
 
 
 def missing_vllm_refs(base: Path) -> list[str]:
-    """Every v0.32.0 path or symbol named by ROWS, KNOWN_DIFFERENCES or V0_LAYOUT that `base` lacks."""
+    """Every v0.32.0 path or symbol named by ROWS, KNOWN_DIFFERENCES, V0_LAYOUT or the MRv2 data that `base` lacks."""
+    from minispec.concordance_mrv2 import all_mrv2_refs
+
     refs = [ref for row in ROWS for ref in row.vllm]
     refs += [ref for d in KNOWN_DIFFERENCES for ref in d.vllm]
     refs += [ref for f in V0_LAYOUT for ref in f.v1_home]
     refs += [pair.vllm for pair in FUNCTIONS]
+    refs += all_mrv2_refs()
     missing = []
     for ref in refs:
         path = base / ref.path
@@ -597,6 +580,15 @@ def missing_vllm_refs(base: Path) -> list[str]:
         elif ref.symbol and not symbol_defined(path.read_text(), ref.symbol):
             missing.append(f"{ref.path}::{ref.symbol}")
     return sorted(set(missing))
+
+
+def named_v032_paths() -> set[str]:
+    """Every v0.32.0 file path the concordance names, both runners (V0 paths, of v0.9.2, left out)."""
+    from minispec.concordance_mrv2 import all_mrv2_refs
+
+    refs = [ref for row in ROWS for ref in row.vllm] + [pair.vllm for pair in FUNCTIONS]
+    refs += [ref for d in KNOWN_DIFFERENCES for ref in d.vllm] + [ref for f in V0_LAYOUT for ref in f.v1_home]
+    return {ref.path for ref in refs + all_mrv2_refs()}
 
 
 def missing_minispec_functions(root: Path = REPO_ROOT) -> list[str]:
@@ -617,13 +609,20 @@ def _cell(text: str) -> str:
 
 def refs_markdown(refs: tuple[VllmRef, ...]) -> str:
     """Links to each path once, its symbols after it: ``[`vllm/v1/request.py`](URL) (`Request`, `RequestStatus`)``."""
+    from minispec.concordance_mrv2 import V034_REMOVED, V034_VERSION
+
     by_path: dict[str, list[VllmRef]] = {}
     for ref in refs:
         by_path.setdefault(ref.path, []).append(ref)
     parts = []
     for path, group in by_path.items():
         symbols = ", ".join(f"`{r.symbol}`" for r in group if r.symbol)
-        parts.append(f"[`{path}`]({group[0].url})" + (f" ({symbols})" if symbols else ""))
+        gone = group[0].version == VLLM_VERSION and path in V034_REMOVED
+        parts.append(
+            f"[`{path}`]({group[0].url})"
+            + (f" ({symbols})" if symbols else "")
+            + (f" (removed in {V034_VERSION})" if gone else "")
+        )
     return ", ".join(parts)
 
 
@@ -634,6 +633,75 @@ def _vllm_cell(row: Row) -> str:
     if row.ref:
         parts.append(f"also: {row.ref}")
     return "; ".join(parts)
+
+
+def _runners_intro() -> list[str]:
+    from minispec.concordance_mrv2 import RUNNER_CHOICE, V034_VERSION
+
+    return [
+        "**Two model runners.** minispec mirrors Model Runner V1 (MRv1: `vllm/v1/worker/gpu_model_runner.py`,",
+        "`vllm/v1/sample/`, the proposers of `vllm/v1/spec_decode/`). On a GPU, v0.32.0 runs Model Runner V2",
+        "(MRv2, `vllm/v1/worker/gpu/`) wherever Triton is usable and the configuration is supported",
+        f"({refs_markdown(RUNNER_CHOICE)}); MRv1 runs on CPUs (no Triton) and for suffix",
+        "decoding, Medusa, MLPSpeculator, custom proposer classes, EAGLE parallel drafting and heterogeneous-vocabulary",
+        f'drafts. {V034_VERSION} keeps only MRv2: a {VLLM_VERSION} path marked "(removed in {V034_VERSION})" is gone',
+        "from that release. [Model Runner V2](#model-runner-v2) names each mirrored module's MRv2 counterpart.",
+    ]
+
+
+def _mrv2_parts(entry: Mrv2 | None) -> tuple[str, str]:
+    """(kind and links, note) of an MRv2 entry; a missing entry reads "missing"."""
+    if entry is None:
+        return "missing", ""
+    head = {"counterpart": "", "shared": "**shared**", "none": "**none**"}[entry.kind]
+    return " ".join(p for p in (head, refs_markdown(entry.refs) if entry.refs else "") if p), entry.note
+
+
+def _mrv2_cell(entry: Mrv2 | None) -> str:
+    head, note = _mrv2_parts(entry)
+    return f"{head}: {note}" if note else head
+
+
+def _mrv2_of_function(pair: FunctionPair) -> Mrv2 | None:
+    from minispec.concordance_mrv2 import MRV2_FUNCTIONS
+
+    return MRV2_FUNCTIONS.get(f"{pair.vllm.path}::{pair.vllm.symbol}")
+
+
+def _mrv2_section() -> list[str]:
+    from minispec.concordance_mrv2 import V034_MRV2_MOVED, V034_REMOVED, V034_VERSION, mrv2_for, summary
+
+    counts = summary(ROWS)
+    lines = ["", "## Model Runner V2", ""]
+    lines += [
+        f"Each module with a {VLLM_VERSION} counterpart, beside the code MRv2 (`vllm/v1/worker/gpu/`) runs instead:",
+        "its counterpart, **shared** (the same vLLM code runs under both runners; links name the MRv2 code that",
+        "calls it) or **none** (and why). A module that names no runner code (nothing under `vllm/v1/worker/`,",
+        "`vllm/v1/sample/` or `vllm/v1/spec_decode/`) is shared by rule. "
+        f"{counts['counterpart']} modules have an MRv2 counterpart, {counts['shared']} are shared and "
+        f"{counts['none']} have none.",
+        "",
+        f"| minispec | MRv2 in {VLLM_VERSION} | what differs |",
+        "|---|---|---|",
+    ]
+    for row in ROWS:
+        if row.vllm:
+            refs, note = _mrv2_parts(mrv2_for(row))
+            lines.append(f"| `{row.minispec}` | {_cell(refs)} | {_cell(note)} |")
+    moved = [
+        f"`{old}` ({f'moved to `{new}`' if new else 'removed'})"
+        for old, new in sorted(V034_MRV2_MOVED.items())
+    ]
+    lines += [
+        "",
+        f"Every MRv2 file named here still exists in {V034_VERSION}; of the {VLLM_VERSION} files in "
+        f"`vllm/v1/worker/gpu/`, {V034_VERSION} no longer has "
+        + ", ".join(moved)
+        + f". The {VLLM_VERSION} files named on this page that {V034_VERSION} removed: "
+        + ", ".join(f"`{p}`" for p in sorted(V034_REMOVED))
+        + ".",
+    ]
+    return lines
 
 
 def to_markdown() -> str:
@@ -650,16 +718,25 @@ def to_markdown() -> str:
         "from v0.10.0). This page is generated from `minispec/concordance.py`;",
         "`python -m minispec.concordance --check docs/concordance.md` fails when it is stale.",
         "",
+        *_runners_intro(),
+        "",
         f"| minispec | vLLM {VLLM_VERSION} | what minispec simplifies (or, without a counterpart, what it is for) |",
         "|---|---|---|",
     ]
     for row in ROWS:
         lines.append(f"| `{row.minispec}` | {_cell(_vllm_cell(row))} | {_cell(row.simplifies)} |")
+    lines += _mrv2_section()
     lines += ["", "## Function by function", ""]
-    lines += [f"| vLLM {VLLM_VERSION} | minispec | note |", "|---|---|---|"]
+    lines += [
+        f"| vLLM {VLLM_VERSION} | minispec | note | MRv2 (GPU) in {VLLM_VERSION} |",
+        "|---|---|---|---|",
+    ]
     for pair in FUNCTIONS:
         mine = f"`{pair.minispec}`" if pair.minispec else "none"
-        lines.append(f"| {_cell(refs_markdown((pair.vllm,)))} | {_cell(mine)} | {_cell(pair.note)} |")
+        mrv2 = _mrv2_cell(_mrv2_of_function(pair))
+        lines.append(
+            f"| {_cell(refs_markdown((pair.vllm,)))} | {_cell(mine)} | {_cell(pair.note)} | {_cell(mrv2)} |"
+        )
     lines += ["", "## Where minispec goes beyond vLLM", ""]
     lines += [f"- `{row.minispec}`: {row.beyond}." for row in ROWS if row.beyond]
     lines += ["", f"## Known differences from {VLLM_VERSION}", ""]
@@ -684,7 +761,20 @@ def main(argv: list[str] | None = None) -> int:
         "--check", metavar="PATH", type=Path, help="exit 1 when PATH differs from the markdown"
     )
     group.add_argument("--missing", action="store_true", help="print skeleton rows for modules without a row")
+    group.add_argument(
+        "--derive-v034",
+        metavar="FILE_LIST",
+        type=Path,
+        help="v0.34.0's file list (paths under vllm/): print concordance_mrv2.V034_REMOVED as derived from it",
+    )
     args = parser.parse_args(argv)
+    if args.derive_v034:
+        from minispec.concordance_mrv2 import V034_REMOVED, derive_v034_removed
+
+        derived = derive_v034_removed(args.derive_v034.read_text().splitlines(), named_v032_paths())
+        print("V034_REMOVED: frozenset[str] = frozenset({")
+        print("".join(f'    "{path}",\n' for path in sorted(derived)) + "})")
+        return 0 if derived == V034_REMOVED else 1
     if args.missing:
         have = {r.minispec for r in ROWS}
         todo = [p for p in modules_needing_rows() if p not in have]

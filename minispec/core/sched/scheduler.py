@@ -39,7 +39,8 @@ class Scheduler:
         """Take the requests `request_ids` out of the queues, free their blocks and mark them finished;
         unknown or already finished ids are skipped. Returns the requests it finished."""
         ids = {request_ids} if isinstance(request_ids, str) else set(request_ids)
-        found = list({r.request_id: r for r in [*self.waiting, *self.running] if r.request_id in ids}.values())
+        by_id = {r.request_id: r for r in [*self.waiting, *self.running] if r.request_id in ids}
+        found = list(by_id.values())
         for request in found:
             # both queues: an interrupted preemption may have left a request in each (see _preempt)
             self.running[:] = [r for r in self.running if r is not request]
@@ -145,5 +146,6 @@ class Scheduler:
         return request.is_finished
 
     def _free(self, request: Request) -> None:
-        self.kv_cache_manager.free(request)  # blocks first: a request still in `running` is one an abort finds
+        # blocks first: a request still in `running` is one an abort finds
+        self.kv_cache_manager.free(request)
         self.running.remove(request)

@@ -430,6 +430,20 @@ class SpeculativeConfig:
         return cls(**spec)
 
 
+# ---- all of them -------------------------------------------------------------------------------------
+@dataclass
+class VllmConfig:
+    """vLLM's VllmConfig (`vllm/config/vllm.py`): the configs above in one object, the one argument of a
+    component built as vLLM builds it (`NgramProposer(vllm_config)`). The engine keeps one
+    (`LLMEngine.vllm_config`), with model_config.max_model_len resolved as vLLM's ModelConfig resolves it."""
+
+    model_config: ModelConfig | None = None
+    cache_config: CacheConfig = field(default_factory=CacheConfig)
+    scheduler_config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    speculative_config: SpeculativeConfig | None = None
+    compilation_config: CompilationConfig = field(default_factory=CompilationConfig)
+
+
 def _tree_paths(name: str, paths: Any) -> list[tuple[int, ...]]:
     """Rank paths as tuples of Python ints, from vLLM's string of tuples or a list; TypeError for bools."""
     if isinstance(paths, str):

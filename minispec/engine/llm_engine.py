@@ -18,7 +18,9 @@ drafter's pools) before the error propagates, so the engine stays usable.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import threading
 from typing import Any
 
 import torch
@@ -31,12 +33,14 @@ from minispec.config import (
     ModelConfig,
     SchedulerConfig,
     SpeculativeConfig,
+    VllmConfig,
 )
 from minispec.core.kv_cache_manager import KVCacheManager, cdiv
 from minispec.core.kv_cache_utils import allocate_for_model, bytes_per_block
 from minispec.core.request import Request, RequestStatus
 from minispec.core.sched.scheduler import Scheduler
 from minispec.engine.input_processor import InputProcessor
+from minispec.metrics import loggers, reader
 from minispec.model_executor.model_loader import (
     get_model,
     read_json,
@@ -49,7 +53,7 @@ from minispec.sampling_params import SamplingParams
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.utils import check_int, is_int
 from minispec.worker.model_runner import ModelRunner
-from minispec.worker.step_record import PhaseTimer, StepRecord
+from minispec.worker.step_record import PhaseTimer, StepRecord, begin_record, finish_record
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -75,6 +79,19 @@ def resolve_device(device: str | torch.device) -> torch.device:
         if resolved.index is not None and resolved.index >= torch.cuda.device_count():
             raise ValueError(f"device={device!r} but only {torch.cuda.device_count()} CUDA device(s) exist")
     return resolved
+
+
+def serialized(method):
+    """One thread at a time inside the engine: a call from another thread waits for `engine.lock`. The lock is
+    re-entrant, so LLM.generate can hold it across its steps (vLLM runs the engine core in one process of its
+    own and queues what its clients send; minispec's engine runs in the caller's thread)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class LLMEngine:
@@ -123,9 +140,7 @@ class LLMEngine:
         self.model_path = resolve_model_path(self.model_config.model)
         self.model = get_model(self.model_config.model, dtype, self.device, param="model")
         arch = self.model.config
-        max_model_len = (
-            arch.max_position_embeddings if max_model_len is None else self.model_config.max_model_len
-        )
+        max_model_len = self.model_config.max_model_len or arch.max_position_embeddings
         if not 1 <= max_model_len <= arch.max_position_embeddings:
             raise ValueError(
                 f"max_model_len={max_model_len} must be in [1, {arch.max_position_embeddings}] "
@@ -133,14 +148,13 @@ class LLMEngine:
             )
         self.tokenizer = self._load_tokenizer(self.model_config.tokenizer, self.model_config.model)
         self.eos_token_ids = self._eos_token_ids()
-        self.scheduler_config = SchedulerConfig(
-            max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=max(4096, max_model_len)
-            if max_num_batched_tokens is None
-            else max_num_batched_tokens,
-            max_model_len=max_model_len,
-        )
+        if max_num_batched_tokens is None:
+            max_num_batched_tokens = max(4096, max_model_len)
+        self.scheduler_config = SchedulerConfig(max_num_seqs, max_num_batched_tokens, max_model_len)
         self.speculative_config = speculative_config
+        self.model_config.max_model_len = max_model_len  # resolved, as in vLLM's ModelConfig
+        configs = (self.model_config, self.cache_config, self.scheduler_config, speculative_config)
+        self.vllm_config = VllmConfig(*configs, self.compilation_config)
         num_blocks = self._num_blocks(arch)
         kv_caches = allocate_for_model(
             self.model, num_blocks, self.cache_config.block_size, self.device, f"num_kv_blocks={num_blocks}"
@@ -164,13 +178,19 @@ class LLMEngine:
             max_model_len,
             enforce_eager,
             self.compilation_config.inductor_compile_config,
+            self.vllm_config,
         )
+        self.stat_logger = loggers.PrometheusStatLogger(self.vllm_config)  # in its own registry
         self._request_counter = itertools.count()
+        self.lock = threading.RLock()  # see `serialized`
         self.step_records: list[StepRecord] | None = None  # set to [] to record every step (chapter 8)
 
-    # ---- speculative decoding -----------------------------------------------------------------------
+    # ---- statistics (vLLM: LLMEngine.get_metrics and the stat loggers that step feeds) -----------------
     def get_spec_decoding_stats(self) -> SpecDecodingStats | None:
         return self.model_runner.spec_decoding_stats
+
+    def get_metrics(self) -> list[reader.Metric]:
+        return reader.get_metrics_snapshot(self.stat_logger.registry)
 
     # ---- set-up -------------------------------------------------------------------------------------
     def _load_tokenizer(self, tokenizer: str | None, model: str):
@@ -229,6 +249,7 @@ class LLMEngine:
         """Everything add_request checks, without queueing anything: the prompt's token ids as ints."""
         return self.input_processor.process_inputs(prompt_token_ids, params)
 
+    @serialized
     def add_request(self, prompt: str | None, prompt_token_ids, params: SamplingParams) -> str:
         token_ids = self.check_request(prompt_token_ids, params)
         if prompt is not None and not isinstance(prompt, str):
@@ -246,6 +267,7 @@ class LLMEngine:
         self.scheduler.add_request(request)
         return request.request_id
 
+    @serialized
     def abort_request(self, request_ids: str | list[str]) -> None:
         """Remove requests wherever they are (waiting, running), free their target KV blocks and the
         drafter's state and blocks. Unknown or finished ids are ignored (vLLM: `LLMEngine.abort_request`)."""
@@ -262,8 +284,11 @@ class LLMEngine:
         return self.scheduler.has_unfinished_requests()
 
     # ---- the step -----------------------------------------------------------------------------------
+    @serialized
     def step(self) -> list[RequestOutput]:
-        record = self._begin_record() if self.step_records is not None else None
+        if not self.scheduler.has_unfinished_requests():
+            return []  # an idle engine: nothing to do (as vLLM's)
+        record = begin_record(self) if self.step_records is not None else None
         timer = PhaseTimer(record)
         scheduler_output = self.scheduler.schedule()
         timer.mark("schedule")
@@ -271,10 +296,10 @@ class LLMEngine:
         try:
             if scheduler_output.total_num_scheduled_tokens == 0:
                 raise RuntimeError("the scheduler could not schedule any token; the KV cache is too small")
-            block_table = [
-                self.kv_cache_manager.get_block_ids(r.request_id) for r in scheduler_output.scheduled_requests
-            ]
+            reqs = scheduler_output.scheduled_requests
+            block_table = [self.kv_cache_manager.get_block_ids(r.request_id) for r in reqs]
             self.model_runner.timer = timer
+            num_output_tokens_before = [r.num_output_tokens for r in reqs]
             runner_output = self.model_runner.execute_model(scheduler_output, block_table)
             finished = self.scheduler.update_from_output(
                 scheduler_output,
@@ -283,54 +308,16 @@ class LLMEngine:
                 runner_output.logprobs,
             )
             self._forget_in_drafter([r.request_id for r in finished] + preempted)
+            self.stat_logger.record_step(reqs, num_output_tokens_before, self.get_spec_decoding_stats())
             timer.mark("update")
             if record is not None:
-                self._finish_record(record, scheduler_output, block_table, runner_output, finished)
+                finish_record(self, record, scheduler_output, block_table, runner_output, finished)
             return [self._make_output(r) for r in finished]
         except BaseException:
             # the scheduled requests' state is unknown now: abort them so the engine stays consistent
             self.abort_request([r.request_id for r in scheduler_output.scheduled_requests])
             self._forget_in_drafter(preempted)
             raise
-
-    # ---- the step recorder (chapter 8): off unless step_records is a list -----------------------------------
-    def _begin_record(self) -> StepRecord:
-        sched = self.scheduler
-        record = StepRecord(len(self.step_records), self.scheduler_config.max_num_batched_tokens)
-        record.num_computed_before = {
-            r.request_id: r.num_computed_tokens for r in [*sched.running, *sched.waiting]
-        }
-        self.model_runner.step_record = record
-        return record
-
-    def _finish_record(self, record: StepRecord, so, block_table, runner_output, finished) -> None:
-        reqs = so.scheduled_requests
-        record.num_scheduled_tokens = dict(so.num_scheduled_tokens)
-        record.scheduled_spec_decode_tokens = {k: list(v) for k, v in so.scheduled_spec_decode_tokens.items()}
-        record.preempted = sorted(so.preempted_req_ids)
-        record.waiting = [r.request_id for r in self.scheduler.waiting]
-        record.block_tables = {r.request_id: list(b) for r, b in zip(reqs, block_table)}
-        record.num_computed_scheduled = {
-            r.request_id: record.num_computed_before.get(r.request_id, 0)
-            + so.num_scheduled_tokens[r.request_id]
-            for r in reqs
-        }
-        record.num_computed_after = {r.request_id: r.num_computed_tokens for r in reqs}
-        record.chunked_prefills = [
-            r.request_id
-            for r, out in zip(reqs, runner_output.sampled_token_ids)
-            if not out and not r.is_finished
-        ]
-        record.sampled_token_ids = {
-            r.request_id: list(t) for r, t in zip(reqs, runner_output.sampled_token_ids)
-        }
-        if runner_output.spec_token_ids is not None:
-            record.spec_token_ids = {
-                r.request_id: list(t) for r, t in zip(reqs, runner_output.spec_token_ids)
-            }
-        record.finished = [r.request_id for r in finished]
-        self.model_runner.step_record = None
-        self.step_records.append(record)
 
     def _make_output(self, request: Request) -> RequestOutput:
         text = self.tokenizer.decode(request.output_token_ids, skip_special_tokens=True)

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from minispec.config import SpeculativeConfig
 from minispec.engine.llm_engine import LLMEngine
+from minispec.metrics.reader import Metric
 from minispec.outputs import RequestOutput
 from minispec.sampling_params import SamplingParams
 
@@ -69,6 +70,11 @@ class LLM:
         """SpecDecodingStats over everything generated so far (None without speculative decoding)."""
         return self.llm_engine.get_spec_decoding_stats()
 
+    def get_metrics(self) -> list[Metric]:
+        """A snapshot of this LLM's Prometheus metrics (vLLM's LLM.get_metrics): Counter, Vector, Gauge and
+        Histogram objects (minispec/metrics/reader.py) named as vLLM's, e.g. "vllm:spec_decode_num_drafts"."""
+        return self.llm_engine.get_metrics()
+
     def get_tokenizer(self):
         return self.llm_engine.tokenizer
 
@@ -98,17 +104,21 @@ class LLM:
                     raise
                 raise (TypeError if isinstance(e, TypeError) else ValueError)(f"prompts[{i}]: {e}") from e
 
-        order: dict[str, int] = {}
-        results: list[RequestOutput | None] = [None] * len(prompt_list)
+        with engine.lock:  # a generate from another thread waits until this one is done
+            return self._run(checked, use_tqdm)
+
+    def _run(self, checked: list, use_tqdm: bool) -> list[RequestOutput]:
+        """Queue the checked requests and step the engine until each has finished; on any error, abort them."""
+        engine = self.llm_engine
+        order: dict[str, int] = {}  # request id -> its prompt's index
+        results: list[RequestOutput | None] = [None] * len(checked)
         try:
             for i, (text, token_ids, params) in enumerate(checked):
                 order[engine.add_request(text, token_ids, params)] = i
-            with tqdm(total=len(prompt_list), desc="Processed prompts", disable=not use_tqdm) as bar:
+            with tqdm(total=len(results), desc="Processed prompts", disable=not use_tqdm) as bar:
                 while any(r is None for r in results):
                     for output in engine.step():
-                        if (
-                            output.request_id in order
-                        ):  # (requests queued on the engine directly are not ours)
+                        if output.request_id in order:  # requests queued on the engine directly are not ours
                             results[order[output.request_id]] = output
                             bar.update(1)
         except BaseException:
@@ -119,7 +129,7 @@ class LLM:
     def _parse_prompt(self, prompt: PromptType) -> tuple[str | None, Any]:
         """(text, token ids) of one prompt; the ids are checked by the engine."""
         if isinstance(prompt, str):
-            return prompt, self.llm_engine.tokenizer.encode(prompt)
+            return prompt, self._encode(prompt)
         if not isinstance(prompt, dict):
             raise TypeError(
                 f"a prompt must be a str or a dict ({{'prompt_token_ids': [...]}} or {{'prompt': text}}); "
@@ -135,7 +145,17 @@ class LLM:
             return text, prompt["prompt_token_ids"]
         if text is None:
             raise ValueError("prompt dict needs 'prompt_token_ids' (a list of ints) or 'prompt' (a str)")
-        return text, self.llm_engine.tokenizer.encode(text)
+        return text, self._encode(text)
+
+    def _encode(self, text: str) -> list[int]:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate, e.g. "\ud800": no tokenizer can encode it
+            raise ValueError(
+                f"prompt {text!r:.60} cannot be encoded as UTF-8 ({e.reason} at index {e.start}); "
+                "pass valid Unicode text"
+            ) from None
+        return self.llm_engine.tokenizer.encode(text)
 
     @staticmethod
     def _params_per_prompt(

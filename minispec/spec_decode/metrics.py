@@ -1,24 +1,48 @@
 """Speculative decoding statistics (chapters 2, 3, 4 and 8); vLLM: `vllm/v1/spec_decode/metrics.py`.
 
 The model runner calls `observe_draft` once per request per verification with how many tokens were drafted
-and how many were accepted (tree verification calls `observe_tree` instead). vLLM's Prometheus counters
-(`prometheus_counters`) keep their meaning. Beyond vLLM v0.32.0: V0's two statistics and per-depth views for
-token trees. Which number means what: `SpecDecodingStats`.
+and how many were accepted (tree verification calls `observe_tree` instead). As in vLLM, `SpecDecodingLogging`
+sums steps into one log line and `SpecDecodingProm` feeds vLLM's Prometheus counters (minispec/metrics/ reads
+them back for `LLM.get_metrics()`). Beyond vLLM v0.32.0: V0's two statistics, per-depth views for token trees,
+and the stats' own `log_line` and `prometheus_counters`. Which number means what: `SpecDecodingStats`.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-# vLLM v0.32.0's Prometheus counters (exported with a `_total` suffix); the per-position one has a label
-# "position".
+import numpy as np
+import prometheus_client
+
+if TYPE_CHECKING:
+    from minispec.config import SpeculativeConfig
+
+logger = logging.getLogger(__name__)
+
+# vLLM v0.32.0's Prometheus counters (exported with `_total`); the per-position one is labelled "position"
 PROMETHEUS_NAMES = {
     "num_drafts": "vllm:spec_decode_num_drafts",
     "num_draft_tokens": "vllm:spec_decode_num_draft_tokens",
     "num_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
     "num_accepted_tokens_per_pos": "vllm:spec_decode_num_accepted_tokens_per_pos",
 }
+
+# (name, documentation) of SpecDecodingProm's counters, and their names for a diffusion model (a dLLM)
+SPEC_DECODE_COUNTERS = [
+    (PROMETHEUS_NAMES["num_drafts"], "Number of spec decoding drafts."),
+    (PROMETHEUS_NAMES["num_draft_tokens"], "Number of draft tokens."),
+    (PROMETHEUS_NAMES["num_accepted_tokens"], "Number of accepted tokens."),
+]
+DIFFUSION_COUNTERS = [
+    ("vllm:diffusion_num_denoising_steps", "Number of denoising steps."),
+    ("vllm:diffusion_num_canvas_positions", "Number of canvas positions evaluated."),
+    ("vllm:diffusion_num_committed_tokens", "Number of committed (finalized) tokens."),
+]
 
 
 @dataclass
@@ -31,15 +55,12 @@ class SpecDecodingStats:
     - mean acceptance length  = 1 + accepted / num_drafts (tokens emitted per target forward, bonus included)
     - per-position acceptance = accepted at position i / num_drafts (a draft at i needs all before it)
 
-    and V0's two (vLLM V0 `vllm/spec_decode/metrics.py`, removed from v0.32.0), kept with V0's formulas:
-    `draft_acceptance_rate` = accepted / drafted tokens (V0 counted every accepted position; minispec's
-    counters only know the accepted prefix, which is what V1 counts) and `system_efficiency` = emitted /
-    (num_drafts * (k + 1)), the share of the best case that was reached.
+    and V0's two (vLLM V0 `vllm/spec_decode/metrics.py`): `draft_acceptance_rate` = accepted / drafted tokens
+    (of the accepted prefix, as V1 counts) and `system_efficiency` = emitted / (num_drafts * (k + 1)).
 
-    Token trees verify many nodes per step but accept one path, so their acceptance rate (accepted / nodes) is
-    small by design: a tree of 15 nodes that emits 4 tokens per step (3 accepted, then the bonus) accepts 3 of
-    its 15 nodes, 20%. For trees the per-position lists are per depth (position i = depth i + 1 on the
-    accepted path), and `nodes_per_step` says how many nodes each verification costs.
+    Token trees verify many nodes per step but accept one path, so their acceptance rate is small by design (a
+    15-node tree emitting 4 tokens a step accepts 3 of 15 nodes, 20%). For trees the per-position lists are per
+    depth (position i = depth i + 1 on the accepted path); `nodes_per_step` is the nodes verified per step.
     """
 
     num_spec_tokens: int  # drafts per step: k for a chain, the node count for a tree
@@ -71,10 +92,10 @@ class SpecDecodingStats:
     # ---- observing ----------------------------------------------------------------------------------
     def observe_draft(self, num_draft_tokens: int, num_accepted_tokens: int) -> None:
         """Record one request's chain verification: `num_accepted_tokens` of its `num_draft_tokens` drafts."""
-        self._check(num_draft_tokens, num_accepted_tokens)
         self.num_drafts += 1
         self.num_draft_tokens += num_draft_tokens
         self.num_accepted_tokens += num_accepted_tokens
+        assert num_accepted_tokens <= self.num_spec_tokens  # (as v0.32.0's, after the totals)
         # Accepted drafts are always a prefix, so positions 0 .. accepted - 1 each gain one.
         for pos in range(num_accepted_tokens):
             self.num_accepted_tokens_per_pos[pos] += 1
@@ -84,13 +105,8 @@ class SpecDecodingStats:
     def observe_tree(self, nodes_per_depth: list[int], num_accepted_tokens: int) -> None:
         """Record one request's tree verification: `nodes_per_depth[d]` nodes at depth d + 1, and an accepted
         path of `num_accepted_tokens` nodes (one per depth, from depth 1)."""
-        num_nodes = sum(nodes_per_depth)
-        self._check(num_nodes, num_accepted_tokens)
-        if num_accepted_tokens > len(nodes_per_depth):
-            raise ValueError(
-                f"an accepted path of {num_accepted_tokens} nodes needs as many depths, "
-                f"got nodes_per_depth={nodes_per_depth}"
-            )
+        num_nodes = sum(nodes_per_depth)  # internal invariants: asserted, as v0.32.0's observe_draft
+        assert 0 <= num_accepted_tokens <= len(nodes_per_depth) and num_nodes <= self.num_spec_tokens
         self.observe_draft(num_nodes, num_accepted_tokens)
         depth = max(len(nodes_per_depth), len(self.num_draft_tokens_per_depth or []))
         drafted = _padded(self.num_draft_tokens_per_depth, depth)
@@ -100,39 +116,6 @@ class SpecDecodingStats:
         for d in range(num_accepted_tokens):
             accepted[d] += 1
         self.num_draft_tokens_per_depth, self.num_accepted_tokens_per_depth = drafted, accepted
-
-    def _check(self, num_draft_tokens: int, num_accepted_tokens: int) -> None:
-        if not 0 <= num_draft_tokens <= self.num_spec_tokens:
-            raise ValueError(
-                f"num_draft_tokens must be in [0, {self.num_spec_tokens}], got {num_draft_tokens}"
-            )
-        if not 0 <= num_accepted_tokens <= num_draft_tokens:
-            raise ValueError(
-                f"num_accepted_tokens must be in [0, num_draft_tokens={num_draft_tokens}], got {num_accepted_tokens}"
-            )
-
-    def merge(self, other: SpecDecodingStats) -> None:
-        """Add another step's counters into this one (same num_spec_tokens)."""
-        if other.num_spec_tokens != self.num_spec_tokens:
-            raise ValueError(
-                f"cannot merge stats with num_spec_tokens={other.num_spec_tokens} into {self.num_spec_tokens}"
-            )
-        self.num_drafts += other.num_drafts
-        self.num_draft_tokens += other.num_draft_tokens
-        self.num_accepted_tokens += other.num_accepted_tokens
-        for pos in range(self.num_spec_tokens):
-            self.num_accepted_tokens_per_pos[pos] += other.num_accepted_tokens_per_pos[pos]
-            self.num_draft_tokens_per_pos[pos] += other.num_draft_tokens_per_pos[pos]
-        if other.num_draft_tokens_per_depth is not None:
-            depth = max(len(other.num_draft_tokens_per_depth), len(self.num_draft_tokens_per_depth or []))
-            drafted = _padded(self.num_draft_tokens_per_depth, depth)
-            accepted = _padded(self.num_accepted_tokens_per_depth, depth)
-            for d, (n, a) in enumerate(
-                zip(other.num_draft_tokens_per_depth, other.num_accepted_tokens_per_depth)
-            ):
-                drafted[d] += n
-                accepted[d] += a
-            self.num_draft_tokens_per_depth, self.num_accepted_tokens_per_depth = drafted, accepted
 
     def delta(self, before: SpecDecodingStats) -> SpecDecodingStats:
         """The counters gathered since the snapshot `before` (e.g. `copy.deepcopy(stats)` after a warm-up)."""
@@ -173,8 +156,6 @@ class SpecDecodingStats:
     def mean_acceptance_length(self) -> float:
         """Tokens emitted per target forward: 1 + accepted / num_drafts (1.0 before any draft)."""
         return 1.0 + (self.num_accepted_tokens / self.num_drafts if self.num_drafts else 0.0)
-
-    tokens_per_target_forward = mean_acceptance_length
 
     @property
     def nodes_per_step(self) -> float:
@@ -234,6 +215,134 @@ class SpecDecodingStats:
             parts.append(f"Per-position acceptance rate: {rates}")
         parts.append(f"Avg Draft acceptance rate: {rate:.1f}%")
         return "SpecDecoding metrics: " + ", ".join(parts)
+
+
+SPEC_DECODING_LOG = (
+    "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s, Drafted throughput: "
+    "%.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens, Per-position acceptance rate: %s, Avg Draft "
+    "acceptance rate: %.1f%%"
+)
+DIFFUSION_LOG = (
+    "DiffusionDecoding metrics: Committed token throughput: %.2f tokens/s, Mean denoising steps per canvas: %.2f, "
+    "Mean tokens committed per denoising step: %.2f, Committed: %d tokens, Denoising steps: %d, Canvas positions "
+    "evaluated: %d"
+)
+
+
+class SpecDecodingLogging:
+    """vLLM's SpecDecodingLogging: the steps `observe`d since the last `log`, summed into one line; `log`
+    resets. is_diffusion logs the same counts as a diffusion model's denoising steps (vLLM's dLLM path)."""
+
+    def __init__(self, is_diffusion: bool = False):
+        self.is_diffusion = is_diffusion
+        self.reset()
+
+    def reset(self) -> None:
+        self.num_drafts: list[int] = []
+        self.num_draft_tokens: list[int] = []
+        self.num_accepted_tokens: list[int] = []
+        self.accepted_tokens_per_pos_lists: list[list[int]] = []
+        self.last_log_time = time.monotonic()
+
+    def observe(self, spec_decoding_stats: SpecDecodingStats) -> None:
+        self.num_drafts.append(spec_decoding_stats.num_drafts)
+        self.num_draft_tokens.append(spec_decoding_stats.num_draft_tokens)
+        self.num_accepted_tokens.append(spec_decoding_stats.num_accepted_tokens)
+        self.accepted_tokens_per_pos_lists.append(spec_decoding_stats.num_accepted_tokens_per_pos)
+
+    def log(self, log_fn: Callable[..., object] = logger.info) -> None:
+        if not self.num_drafts:
+            return
+        num_drafts = np.sum(self.num_drafts)
+        num_draft_tokens = np.sum(self.num_draft_tokens)
+        num_accepted_tokens = np.sum(self.num_accepted_tokens)
+        draft_throughput = accepted_throughput = 0
+        elapsed_time = time.monotonic() - self.last_log_time
+        if elapsed_time > 0:
+            draft_throughput = num_draft_tokens / elapsed_time
+            accepted_throughput = num_accepted_tokens / elapsed_time
+        nan = float("nan")
+        if self.is_diffusion:  # drafts are denoising steps, draft tokens canvas positions, accepted committed
+            log_fn(
+                DIFFUSION_LOG,
+                accepted_throughput,
+                num_draft_tokens / num_accepted_tokens if num_accepted_tokens > 0 else nan,
+                num_accepted_tokens / num_drafts if num_drafts > 0 else nan,
+                num_accepted_tokens,
+                num_drafts,
+                num_draft_tokens,
+            )
+        else:
+            rates = np.sum(np.array(self.accepted_tokens_per_pos_lists), axis=0) / num_drafts
+            log_fn(
+                SPEC_DECODING_LOG,
+                1 + (num_accepted_tokens / num_drafts),  # mean acceptance length, the bonus token included
+                accepted_throughput,
+                draft_throughput,
+                num_accepted_tokens,
+                num_draft_tokens,
+                ", ".join(f"{p:.3f}" for p in rates),
+                num_accepted_tokens / num_draft_tokens * 100 if num_draft_tokens > 0 else nan,
+            )
+        self.reset()
+
+
+class SpecDecodingProm:
+    """vLLM's SpecDecodingProm: the counters of PROMETHEUS_NAMES, one labelled child per engine, fed by `observe`
+    (acceptance rate in PromQL: rate(..._accepted_tokens_total) / rate(..._draft_tokens_total))."""
+
+    _counter_cls = prometheus_client.Counter
+
+    def __init__(
+        self,
+        speculative_config: SpeculativeConfig | None,
+        labelnames: list[str],
+        per_engine_labelvalues: dict[int, list[object]],
+        is_diffusion: bool = False,
+    ):
+        # dLLMs: the three counters under diffusion names, no per-position one
+        self.is_diffusion = is_diffusion
+        self.spec_decoding_enabled = speculative_config is not None or is_diffusion
+        if not self.spec_decoding_enabled:
+            return
+        counter_specs = DIFFUSION_COUNTERS if is_diffusion else SPEC_DECODE_COUNTERS
+        counters = [
+            create_metric_per_engine(
+                self._counter_cls(name=name, documentation=doc, labelnames=labelnames), per_engine_labelvalues
+            )
+            for name, doc in counter_specs
+        ]
+        self.counter_spec_decode_num_drafts = counters[0]
+        self.counter_spec_decode_num_draft_tokens = counters[1]
+        self.counter_spec_decode_num_accepted_tokens = counters[2]
+        self.counter_spec_decode_num_accepted_tokens_per_pos: dict[int, list] = {}
+        if not is_diffusion:
+            assert speculative_config is not None
+            base_counter = self._counter_cls(
+                name=PROMETHEUS_NAMES["num_accepted_tokens_per_pos"],
+                documentation="Accepted tokens per draft position.",
+                labelnames=labelnames + ["position"],
+            )
+            positions = range(speculative_config.num_speculative_tokens)
+            self.counter_spec_decode_num_accepted_tokens_per_pos = {
+                idx: [base_counter.labels(*lv, str(pos)) for pos in positions]
+                for idx, lv in per_engine_labelvalues.items()
+            }
+
+    def observe(self, spec_decoding_stats: SpecDecodingStats, engine_idx: int = 0) -> None:
+        if not self.spec_decoding_enabled:
+            return
+        self.counter_spec_decode_num_drafts[engine_idx].inc(spec_decoding_stats.num_drafts)
+        self.counter_spec_decode_num_draft_tokens[engine_idx].inc(spec_decoding_stats.num_draft_tokens)
+        self.counter_spec_decode_num_accepted_tokens[engine_idx].inc(spec_decoding_stats.num_accepted_tokens)
+        per_pos = self.counter_spec_decode_num_accepted_tokens_per_pos.get(engine_idx, [])
+        for pos, counter in enumerate(per_pos):
+            counter.inc(spec_decoding_stats.num_accepted_tokens_per_pos[pos])
+
+
+def create_metric_per_engine(metric, per_engine_labelvalues: dict[int, list[object]]) -> dict:
+    """vLLM's create_metric_per_engine (vllm/v1/metrics/utils.py): one labelled child per engine index."""
+    return {idx: metric.labels(*labelvalues) for idx, labelvalues in per_engine_labelvalues.items()}
 
 
 def _padded(values: list[int] | None, length: int) -> list[int]:

@@ -2,46 +2,45 @@
 
 Drafts come from the context itself: find the longest suffix n-gram (n in [prompt_lookup_min,
 prompt_lookup_max]) that occurred earlier, take its earliest occurrence, propose the <= k tokens after it.
-Same functions, parameters and steps as vLLM: `propose` -> `batch_propose` -> `batch_propose_numba` ->
-`_find_longest_matched_ngram_and_propose_tokens`, a KMP scan over the reversed tokens.
-What differs: vLLM's numba @njit/@jit functions are plain Python/numpy here (serial, no thread settings, no
-warm-up compile); `propose` keeps minispec's signature (one token history per request) and packs the histories
-into vLLM's padded `token_ids_cpu` / `num_tokens_no_spec` arrays; the draft buffers grow with the batch
-instead of being sized by max_num_seqs; the matcher rejects min_ngram < 1 or min_ngram > max_ngram.
+Same constructor, functions, parameters and steps as vLLM: `NgramProposer(vllm_config)`, `propose` ->
+`batch_propose` -> `batch_propose_numba` -> `_find_longest_matched_ngram_and_propose_tokens`, a KMP scan over
+the reversed tokens, on vLLM's padded `token_ids_cpu` / `num_tokens_no_spec` arrays.
+What differs: vLLM's numba @njit/@jit functions are plain Python/numpy here (serial: the thread settings are
+kept as attributes and change nothing; no warm-up compile); the model runner packs each request's tokens into
+those arrays every step (`pack_token_ids`) where vLLM's InputBatch keeps them; the matcher rejects
+min_ngram < 1 or min_ngram > max_ngram.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from minispec.config import VllmConfig
 
 
 class NgramProposer:
     """Prompt-lookup drafter: `propose` returns one draft list per request (empty when nothing matches)."""
 
-    def __init__(
-        self, prompt_lookup_min: int, prompt_lookup_max: int, num_speculative_tokens: int, max_model_len: int
-    ):
-        if not 1 <= prompt_lookup_min <= prompt_lookup_max:
-            raise ValueError(
-                f"need 1 <= prompt_lookup_min <= prompt_lookup_max, got "
-                f"{prompt_lookup_min} and {prompt_lookup_max}"
-            )
-        if num_speculative_tokens < 1:
-            raise ValueError(f"num_speculative_tokens must be >= 1, got {num_speculative_tokens}")
-        if max_model_len < 1:
-            raise ValueError(f"max_model_len must be >= 1, got {max_model_len}")
-        self.min_n = prompt_lookup_min  # shortest n-gram worth matching
-        self.max_n = prompt_lookup_max  # longest n-gram tried
-        self.k = num_speculative_tokens  # at most k drafts; fewer when the context after the match runs out
-        self.max_model_len = max_model_len
+    def __init__(self, vllm_config: VllmConfig):
+        assert vllm_config.speculative_config is not None
+        assert vllm_config.speculative_config.prompt_lookup_min is not None
+        assert vllm_config.speculative_config.prompt_lookup_max is not None
+        self.min_n = vllm_config.speculative_config.prompt_lookup_min  # shortest n-gram worth matching
+        self.max_n = vllm_config.speculative_config.prompt_lookup_max  # longest n-gram tried
+        # at most k drafts; fewer when the context after the match runs out
+        self.k = vllm_config.speculative_config.num_speculative_tokens
+        self.max_model_len = vllm_config.model_config.max_model_len
         # Output buffers of the batch kernel: row i holds request i's draft, its length in num_drafts[i].
-        self.valid_ngram_draft = np.zeros((0, self.k), dtype=np.int64)  # [B, k]
-        self.valid_ngram_num_drafts = np.zeros(0, dtype=np.int32)  # [B]
-
-    @classmethod
-    def from_config(cls, spec, max_model_len: int) -> NgramProposer:
-        """As v0.32.0's `NgramProposer(vllm_config)`."""
-        return cls(spec.prompt_lookup_min, spec.prompt_lookup_max, spec.num_speculative_tokens, max_model_len)
+        max_num_seqs = vllm_config.scheduler_config.max_num_seqs
+        self.valid_ngram_draft = np.zeros((max_num_seqs, self.k), dtype=np.int32)  # [max_num_seqs, k]
+        self.valid_ngram_num_drafts = np.zeros((max_num_seqs), dtype=np.int32)  # [max_num_seqs]
+        # vLLM's numba thread settings (more than one thread from 8192 batch tokens on, at most
+        # min(1, cpu_count // 2) // tensor_parallel_size of them): minispec's loop is serial, they change nothing.
+        self.num_tokens_threshold = 8192
+        self.num_numba_thread_available = 1
 
     def batch_propose(
         self,
@@ -52,10 +51,7 @@ class NgramProposer:
         k: int,
     ) -> list[list[int]]:
         """Drafts for the rows in valid_ngram_requests; every other row of the batch gets []."""
-        if len(self.valid_ngram_num_drafts) < num_requests:  # vLLM allocates (max_num_seqs, k) once
-            self.valid_ngram_draft = np.zeros((num_requests, self.k), dtype=np.int64)
-            self.valid_ngram_num_drafts = np.zeros(num_requests, dtype=np.int32)
-        if valid_ngram_requests:
+        if valid_ngram_requests:  # (vLLM: numba cannot take an empty list)
             batch_propose_numba(
                 valid_ngram_requests,
                 num_tokens_no_spec,
@@ -74,21 +70,38 @@ class NgramProposer:
             draft_token_ids.append(self.valid_ngram_draft[i, :n].tolist())
         return draft_token_ids
 
-    def propose(self, token_ids_per_request: list[np.ndarray]) -> list[list[int]]:
-        """Drafts for each request's full token history (prompt + output so far)."""
-        num_tokens_no_spec, token_ids_cpu = _pack_histories(token_ids_per_request)
-        # vLLM also skips requests that sampled nothing this step (a chunked prefill); minispec's caller
-        # passes only requests that sampled, so the length cap is the one filter left.
+    def propose(
+        self,
+        num_speculative_tokens: int,
+        sampled_token_ids: list[
+            list[int]
+        ],  # per request: the tokens sampled this step ([] in a prefill chunk)
+        num_tokens_no_spec: np.ndarray,  # [B]
+        token_ids_cpu: np.ndarray,  # [B, L]
+        slot_mappings: object = None,  # unused, as in vLLM
+    ) -> list[list[int]]:
+        """Drafts for every request of the batch: [] for one that sampled nothing or is at max_model_len."""
+        assert num_speculative_tokens <= self.k
         valid_ngram_requests = [
-            i for i, num_tokens in enumerate(num_tokens_no_spec) if num_tokens < self.max_model_len
+            i
+            for i, sampled_ids in enumerate(sampled_token_ids)
+            if sampled_ids and num_tokens_no_spec[i] < self.max_model_len
         ]
         return self.batch_propose(
-            len(token_ids_per_request), valid_ngram_requests, num_tokens_no_spec, token_ids_cpu, self.k
+            len(sampled_token_ids),
+            valid_ngram_requests,
+            num_tokens_no_spec,
+            token_ids_cpu,
+            num_speculative_tokens,
         )
 
+    def load_model(self, *args, **kwargs) -> None:
+        """No model to load (as vLLM's)."""
 
-def _pack_histories(token_ids_per_request: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Ragged histories -> vLLM's (num_tokens_no_spec [B], token_ids_cpu [B, max len]) pair, zero-padded.
+
+def pack_token_ids(token_ids_per_request: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Ragged histories -> vLLM's (num_tokens_no_spec [B], token_ids_cpu [B, max len]) pair, zero-padded;
+    vLLM's InputBatch (vllm/v1/worker/gpu_input_batch.py) keeps these arrays across steps.
 
     Example: [[5, 6, 7], [8]] -> ([3, 1], [[5, 6, 7], [8, 0, 0]]).
     """

@@ -27,7 +27,7 @@ import torch
 
 from minispec.attention.paged_attention import AttentionMetadata, causal_metadata, padded_block_table
 from minispec.compilation.seams import compile_model, install_compiled_drafting
-from minispec.config import SpeculativeConfig
+from minispec.config import SpeculativeConfig, VllmConfig
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
 from minispec.model_executor.layers.quantization.int8 import quantize_linear_layers
@@ -44,7 +44,7 @@ from minispec.spec_decode.eagle import EagleProposer, target_features
 from minispec.spec_decode.medusa import MedusaProposer
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
-from minispec.spec_decode.ngram_proposer import NgramProposer
+from minispec.spec_decode.ngram_proposer import NgramProposer, pack_token_ids
 from minispec.trees.spec_tree import SpecTree, build_spec_tree
 from minispec.worker.step_record import PhaseTimer, StepRecord
 from minispec.worker.tree_verification import TreeVerificationMixin, VerificationRecord
@@ -83,8 +83,10 @@ class ModelRunner(TreeVerificationMixin):
         max_model_len: int | None = None,
         enforce_eager: bool = True,
         inductor_compile_config: dict | None = None,
+        vllm_config: VllmConfig | None = None,  # the engine's configs, for a drafter built from them (n-gram)
     ):
         self.model = model
+        self.vllm_config = vllm_config
         self.kv_caches = kv_caches
         self.block_size = block_size
         self.num_blocks = kv_caches[0][0].shape[0] // block_size
@@ -143,7 +145,7 @@ class ModelRunner(TreeVerificationMixin):
         """As v0.32.0's GPUModelRunner.__init__: the drafter, built (and its model loaded) from the config."""
         self.spec_tree = self.check_speculative_config(spec)  # before the drafter, which reads it
         if spec.method == "ngram":
-            self.drafter = NgramProposer.from_config(spec, self.max_model_len)
+            self.drafter = NgramProposer(self.vllm_config)
         elif spec.method == "draft_model":
             self.drafter = DraftModelProposer.from_config(spec, self)
         elif spec.method == "medusa":
@@ -325,7 +327,8 @@ class ModelRunner(TreeVerificationMixin):
             histories = [
                 np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(reqs, sampled_token_ids)
             ]
-            return self.drafter.propose(histories)
+            num_tokens_no_spec, token_ids_cpu = pack_token_ids(histories)  # vLLM's InputBatch arrays
+            return self.drafter.propose(self.drafter.k, sampled_token_ids, num_tokens_no_spec, token_ids_cpu)
         if method == "medusa":
             if len(last_index) == 1:  # one request: its row as a view, not a gather
                 rows = hidden_states[int(last_index[0]) : int(last_index[0]) + 1]  # [1, H]

@@ -73,3 +73,38 @@ class PhaseTimer:
         now = time.perf_counter()
         self.record.timings[phase] = self.record.timings.get(phase, 0.0) + now - self.last
         self.last = now
+
+
+def begin_record(engine) -> StepRecord:
+    """A new record for the step `engine` (an LLMEngine whose step_records is a list) is about to take."""
+    sched = engine.scheduler
+    record = StepRecord(len(engine.step_records), engine.scheduler_config.max_num_batched_tokens)
+    record.num_computed_before = {
+        r.request_id: r.num_computed_tokens for r in [*sched.running, *sched.waiting]
+    }
+    engine.model_runner.step_record = record
+    return record
+
+
+def finish_record(engine, record: StepRecord, so, block_table, runner_output, finished) -> None:
+    """Fill in what the step did and append the record to engine.step_records."""
+    reqs = so.scheduled_requests
+    record.num_scheduled_tokens = dict(so.num_scheduled_tokens)
+    record.scheduled_spec_decode_tokens = {k: list(v) for k, v in so.scheduled_spec_decode_tokens.items()}
+    record.preempted = sorted(so.preempted_req_ids)
+    record.waiting = [r.request_id for r in engine.scheduler.waiting]
+    record.block_tables = {r.request_id: list(b) for r, b in zip(reqs, block_table)}
+    record.num_computed_scheduled = {
+        r.request_id: record.num_computed_before.get(r.request_id, 0) + so.num_scheduled_tokens[r.request_id]
+        for r in reqs
+    }
+    record.num_computed_after = {r.request_id: r.num_computed_tokens for r in reqs}
+    record.chunked_prefills = [
+        r.request_id for r, out in zip(reqs, runner_output.sampled_token_ids) if not out and not r.is_finished
+    ]
+    record.sampled_token_ids = {r.request_id: list(t) for r, t in zip(reqs, runner_output.sampled_token_ids)}
+    if runner_output.spec_token_ids is not None:
+        record.spec_token_ids = {r.request_id: list(t) for r, t in zip(reqs, runner_output.spec_token_ids)}
+    record.finished = [r.request_id for r in finished]
+    engine.model_runner.step_record = None
+    engine.step_records.append(record)

@@ -58,3 +58,13 @@ def test_bad_engine_argument_or_checkpoint(bad, ctx, models, monkeypatch):
 
         monkeypatch.setattr("minispec.engine.llm_engine.get_model", no_loading)
     assert_raises(bad, lambda: LLM(**kwargs))
+
+
+def test_a_prompt_that_is_not_unicode_is_refused_by_name(engines):
+    llm, reference = engines["plain"]
+    for prompt in ["ok \ud800 no", {"prompt": "\udfff"}]:
+        with pytest.raises(ValueError, match="cannot be encoded as UTF-8"):
+            llm.generate(prompt, use_tqdm=False)
+        with pytest.raises(ValueError, match=r"prompts\[1\]: prompt .* cannot be encoded"):
+            llm.generate(["fine", prompt], use_tqdm=False)
+    assert_invariant(llm, reference)

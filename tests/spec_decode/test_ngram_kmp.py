@@ -1,16 +1,41 @@
 """The KMP matcher of minispec/spec_decode/ngram_proposer.py: an independent brute force over several
 (min, max, k) settings, the batch path (propose -> batch_propose -> batch_propose_numba), and the cases of
-vLLM's tests/v1/spec_decode/test_ngram.py restated for minispec's interface."""
+vLLM's tests/v1/spec_decode/test_ngram.py restated (that file itself runs in tests/vllm/ when the sdist can
+be fetched)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minispec.config import ModelConfig, SchedulerConfig, SpeculativeConfig, VllmConfig
 from minispec.spec_decode.ngram_proposer import (
     NgramProposer,
     _find_longest_matched_ngram_and_propose_tokens,
+    pack_token_ids,
 )
+
+
+def make_proposer(
+    min_n: int, max_n: int, k: int, max_model_len: int, max_num_seqs: int = 64
+) -> NgramProposer:
+    """NgramProposer(vllm_config), as vLLM's test and minispec's model runner build it."""
+    spec = SpeculativeConfig(
+        method="ngram", prompt_lookup_min=min_n, prompt_lookup_max=max_n, num_speculative_tokens=k
+    )
+    return NgramProposer(
+        VllmConfig(
+            model_config=ModelConfig("zoo:target", max_model_len=max_model_len),
+            scheduler_config=SchedulerConfig(max_num_seqs=max_num_seqs),
+            speculative_config=spec,
+        )
+    )
+
+
+def propose(proposer: NgramProposer, histories: list) -> list[list[int]]:
+    """Drafts for whole token histories, as the model runner asks: every request sampled a token this step."""
+    num_tokens_no_spec, token_ids_cpu = pack_token_ids(histories)
+    return proposer.propose(proposer.k, [[0]] * len(histories), num_tokens_no_spec, token_ids_cpu)
 
 
 def reference(tokens: list[int], min_n: int, max_n: int, max_model_len: int, k: int) -> list[int]:
@@ -80,20 +105,26 @@ def test_matches_reference_planted_repeat(min_n, max_n, k, data):
 )
 def test_propose_batch_equals_per_request(histories, min_n, extra, k, max_model_len):
     """Padding, the length filter and the draft buffers change nothing: row by row it is the matcher."""
-    proposer = NgramProposer(min_n, min_n + extra, k, max_model_len)
-    drafts = proposer.propose([np.array(h, dtype=np.int64) for h in histories])
+    proposer = make_proposer(min_n, min_n + extra, k, max_model_len)
+    drafts = propose(proposer, [np.array(h, dtype=np.int64) for h in histories])
     assert drafts == [reference(h, min_n, min_n + extra, max_model_len, k) for h in histories]
     assert all(isinstance(t, int) for d in drafts for t in d)
 
 
-def test_buffers_grow_and_stale_rows_are_ignored():
-    proposer = NgramProposer(2, 2, 2, 64)
-    assert proposer.propose([np.array([1, 2, 3, 1, 2])] * 3) == [[3, 1]] * 3
-    # a smaller batch keeps the larger buffers; a row that no longer matches must not reuse its old draft
-    assert proposer.propose([np.array([4, 5, 6])]) == [[]]
-    assert proposer.valid_ngram_draft.shape == (3, 2)
+def test_buffers_and_stale_rows_are_ignored():
+    proposer = make_proposer(2, 2, 2, 64, max_num_seqs=3)
+    assert proposer.valid_ngram_draft.shape == (3, 2)  # (max_num_seqs, k), as vLLM's
+    assert propose(proposer, [np.array([1, 2, 3, 1, 2])] * 3) == [[3, 1]] * 3
+    # a row that no longer matches must not reuse its old draft
+    assert propose(proposer, [np.array([4, 5, 6])]) == [[]]
     # a request at max_model_len is filtered before the matcher and gets []
-    assert NgramProposer(1, 1, 2, 5).propose([np.array([1, 2, 3, 1, 2]), np.array([1, 2, 1])]) == [[], [2, 1]]
+    assert propose(make_proposer(1, 1, 2, 5), [np.array([1, 2, 3, 1, 2]), np.array([1, 2, 1])]) == [
+        [],
+        [2, 1],
+    ]
+    # one that sampled nothing this step (a chunked prefill) gets [] too
+    num_tokens_no_spec, token_ids_cpu = pack_token_ids([np.array([1, 2, 3, 1, 2])] * 2)
+    assert proposer.propose(2, [[], [7]], num_tokens_no_spec, token_ids_cpu) == [[], [3, 1]]
 
 
 # ---- vLLM's tests/v1/spec_decode/test_ngram.py, restated ----
@@ -129,14 +160,14 @@ VLLM_PROPOSER_CASES = [
 
 @pytest.mark.parametrize("min_n,max_n,k,context,expected", VLLM_PROPOSER_CASES)
 def test_vllm_ngram_proposer_cases(min_n, max_n, k, context, expected):
-    proposer = NgramProposer(min_n, max_n, k, max_model_len=2048)
-    assert proposer.propose([np.array(context, dtype=np.int64)]) == [expected]
+    proposer = make_proposer(min_n, max_n, k, max_model_len=2048)
+    assert propose(proposer, [np.array(context, dtype=np.int64)]) == [expected]
 
 
 def test_vllm_multibatch_and_noncontiguous_rows():
-    proposer = NgramProposer(2, 2, 2, max_model_len=2048)
+    proposer = make_proposer(2, 2, 2, max_model_len=2048)
     # two requests of different lengths: minispec pads them the way vLLM's token_ids_cpu is padded
-    assert proposer.propose([np.array([1, 2, 3, 1, 2]), np.array([4, 5, 6])]) == [[3, 1], []]
+    assert propose(proposer, [np.array([1, 2, 3, 1, 2]), np.array([4, 5, 6])]) == [[3, 1], []]
     # vLLM's batch entry point on a padded [3, 20] buffer: row 1 is skipped (a prefill), rows 0 and 2 draft
     token_ids_cpu = np.zeros((3, 20), dtype=np.int32)
     token_ids_cpu[0, :5] = [1, 2, 3, 1, 2]
@@ -157,5 +188,6 @@ def test_vllm_long_context_case():
     threshold = 8192
     middle = threshold // 2
     long = list(range(threshold)) + [middle, middle + 1]
-    proposer = NgramProposer(2, 2, 2, max_model_len=2 * threshold)
-    assert proposer.propose([np.array(long), np.array([4, 5, 6])]) == [[middle + 2, middle + 3], []]
+    proposer = make_proposer(2, 2, 2, max_model_len=2 * threshold)
+    assert proposer.num_tokens_threshold == threshold
+    assert propose(proposer, [np.array(long), np.array([4, 5, 6])]) == [[middle + 2, middle + 3], []]

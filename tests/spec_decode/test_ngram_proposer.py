@@ -5,10 +5,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minispec.config import ModelConfig, SpeculativeConfig, VllmConfig
 from minispec.spec_decode.ngram_proposer import (
     NgramProposer,
     _find_longest_matched_ngram_and_propose_tokens,
     _scan_reversed_tokens,
+    pack_token_ids,
 )
 
 
@@ -77,11 +79,17 @@ def test_matches_brute_force(tokens, min_n, extra, k, slack):
 
 
 def test_proposer():
-    proposer = NgramProposer(
-        prompt_lookup_min=2, prompt_lookup_max=3, num_speculative_tokens=3, max_model_len=64
+    spec = SpeculativeConfig(
+        method="ngram", prompt_lookup_min=2, prompt_lookup_max=3, num_speculative_tokens=3
     )
-    drafts = proposer.propose([np.array([1, 2, 3, 4, 1, 2, 3]), np.array([1, 2, 3]), np.array([9, 9, 9, 9])])
+    proposer = NgramProposer(VllmConfig(ModelConfig("zoo:target", max_model_len=64), speculative_config=spec))
+    histories = [np.array([1, 2, 3, 4, 1, 2, 3]), np.array([1, 2, 3]), np.array([9, 9, 9, 9])]
+    num_tokens_no_spec, token_ids_cpu = pack_token_ids(histories)
+    assert num_tokens_no_spec.tolist() == [7, 3, 4] and token_ids_cpu.shape == (3, 7)
+    assert token_ids_cpu[1].tolist() == [1, 2, 3, 0, 0, 0, 0]  # left-aligned, zero-padded
+    drafts = proposer.propose(3, [[3], [3], [9]], num_tokens_no_spec, token_ids_cpu)
     assert drafts == [[4, 1, 2], [], [9]]
+    assert proposer.propose(1, [[3], [3], [9]], num_tokens_no_spec, token_ids_cpu) == [[4], [], [9]]  # k 1
     assert all(isinstance(t, int) for t in drafts[0])
 
 
@@ -96,7 +104,10 @@ def test_linear_time_on_long_context():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="min_ngram"):
         _find_longest_matched_ngram_and_propose_tokens(np.array([1, 2]), 3, 2, 10, 1)
+    # the proposer's own arguments are checked by SpeculativeConfig, before it is built
     with pytest.raises(ValueError, match="prompt_lookup_min"):
-        NgramProposer(0, 2, 3, 10)
+        SpeculativeConfig(method="ngram", prompt_lookup_min=0, prompt_lookup_max=2, num_speculative_tokens=3)
     with pytest.raises(ValueError, match="num_speculative_tokens"):
-        NgramProposer(1, 2, 0, 10)
+        SpeculativeConfig(method="ngram", prompt_lookup_min=1, prompt_lookup_max=2, num_speculative_tokens=0)
+    with pytest.raises(AssertionError):  # internal: no speculative config (as v0.32.0's assert)
+        NgramProposer(VllmConfig(ModelConfig("zoo:target", max_model_len=10)))

@@ -115,7 +115,7 @@ def sample_recovered_tokens_kernel(
     draft_token_ids_ptr,  # [num_tokens]
     draft_probs_ptr,  # [num_tokens, V] (ignored when NO_DRAFT_PROBS)
     target_probs_ptr,  # [num_tokens, V]
-    inv_q_ptr,  # [B, V] float32
+    inv_q_ptr,  # [B, V] float32, or float64 with use_fp64_gumbel (the scores then follow it)
     vocab_size,
     BLOCK_SIZE: tl.constexpr,
     NO_DRAFT_PROBS: tl.constexpr,
@@ -129,7 +129,7 @@ def sample_recovered_tokens_kernel(
         target_row = target_probs_ptr + token_idx * vocab_size
         draft_row = draft_probs_ptr + token_idx * vocab_size
         inv_q_row = inv_q_ptr + req_idx.to(tl.int64) * vocab_size
-        best_score = tl.full((), float("-inf"), tl.float32)
+        best_score = tl.full((), float("-inf"), inv_q_ptr.dtype.element_ty)
         best_id = tl.full((), 0, tl.int64)
         for tile_start in range(0, vocab_size, BLOCK_SIZE):
             offsets = tile_start + tl.arange(0, BLOCK_SIZE)

@@ -110,12 +110,18 @@ ROWS: list[Row] = [
     R("minispec/model_executor/models/llama_eagle3.py", "vllm/model_executor/models/llama_eagle3.py::Eagle3LlamaForCausalLM", "One `midlayer`; logits stay in the draft vocabulary and ids go through `d2t` (vLLM scatters logits to the full vocabulary); no parallel drafting", ref="SafeAILab/EAGLE `eagle/model/cnets.py`"),
     R("minispec/model_executor/models/medusa.py", "vllm/model_executor/models/medusa.py::Medusa", "Heads only (ResBlocks + a vocabulary projection per head, or one shared by every head under `original_lm_head`, as vLLM); vLLM's truncated vocabulary (`truncated_vocab_size`, `token_map`, -inf off the map); no tensor parallelism; loads and saves Medusa-1 folders", beyond="Under original_lm_head the heads project in one matmul, reading the shared weight once (vLLM calls it once per head); without autograd the heads' first ResBlock layers run as one Linear over their concatenated weights (vLLM runs one per head); a truncated checkpoint loads (v0.32.0's loader refuses its own format unless `enable_weights_track` is off: `token_map` becomes a parameter it never reports loaded); `set_token_map` cuts loaded heads in place, for draft_vocab_size", ref="FasterDecoding/Medusa `medusa/model/medusa_model.py`"),
     # ---- sampler -----------------------------------------------------------------------------------------
-    R("minispec/sample/sampler.py", "vllm/v1/sample/sampler.py::Sampler vllm/v1/outputs.py::SamplerOutput", "Same step order; only logprobs_mode \"raw_logprobs\"; no bad words, allowed tokens or min_tokens; works on a float32 copy, never in place"),
+    R("minispec/sample/sampler.py", "vllm/v1/sample/sampler.py::Sampler vllm/v1/outputs.py::SamplerOutput", "Same step order, with allowed token ids, bad words, logit bias, user logits processors and penalties; only logprobs_mode \"raw_logprobs\"; no min_tokens; works on a float32 copy of the caller's logits"),
     R("minispec/sample/metadata.py", "vllm/v1/sample/metadata.py::SamplingMetadata vllm/v1/worker/gpu_input_batch.py::InputBatch", "Rebuilt from the requests every step (`SamplingMetadata.from_requests`) instead of kept in a persistent InputBatch; min_p and logit_bias are plain fields instead of stateful processors; `select_rows` carries every field for any selection (repeats allowed) and takes per-row output histories"),
-    R("minispec/sample/logprobs.py", "vllm/v1/outputs.py::LogprobsTensors vllm/v1/sample/sampler.py::Sampler.gather_logprobs vllm/v1/sample/ops/logprobs.py::batched_count_greater_than", "Token ids kept int64; no torch.compile; no prompt logprobs"),
+    R("minispec/sample/logprobs.py", "vllm/v1/outputs.py::LogprobsTensors vllm/v1/sample/sampler.py::Sampler.gather_logprobs", "Token ids kept int64; no prompt logprobs; `batched_count_greater_than` lives in sample/ops/logprobs.py, as vLLM's"),
     R("minispec/sample/ops/topk_topp_sampler.py", "vllm/v1/sample/ops/topk_topp_sampler.py::apply_top_k_top_p vllm/v1/sample/ops/topk_topp_sampler.py::random_sample", "PyTorch path only (no FlashInfer, Triton or aiter kernels); a stable descending sort, so ties rank by token id"),
+    R("minispec/sample/ops/logprobs.py", "vllm/v1/sample/ops/logprobs.py::batched_count_greater_than", "The same function, compiled with the \"eager\" backend instead of the platform's"),
+    R("minispec/sample/ops/bad_words.py", "vllm/v1/sample/ops/bad_words.py::apply_bad_words vllm/v1/sample/ops/bad_words.py::apply_bad_words_with_drafts", "The same functions: a word's last token is banned where the tokens before it were just produced"),
+    R("minispec/sample/logits_processor.py", "vllm/v1/sample/logits_processor/interface.py::LogitsProcessor vllm/v1/sample/logits_processor/interface.py::BatchUpdate vllm/v1/sample/logits_processor/state.py::LogitsProcessors", "A minimal container carried by SamplingMetadata; the engine loads no processors, and BatchUpdate holds plain tuples"),
     R("minispec/sample/ops/penalties.py", "vllm/v1/sample/ops/penalties.py::apply_all_penalties vllm/model_executor/layers/utils.py::apply_penalties vllm/model_executor/layers/utils.py::get_token_bin_counts_and_mask", "The bin-count helpers live in the same file; out of place"),
     R("minispec/sample/ops/builtin.py", "vllm/v1/sample/logits_processor/builtin.py::MinPLogitsProcessor vllm/v1/sample/logits_processor/builtin.py::LogitBiasLogitsProcessor", "min-p and logit bias as two functions over the step's metadata, not stateful processors tracking batch updates; no min_tokens"),
+    R("minispec/worker/gpu/sample/gumbel.py", "vllm/v1/worker/gpu/sample/gumbel.py::murmur3_hash32 vllm/v1/worker/gpu/sample/gumbel.py::murmur3_uniform32 vllm/v1/worker/gpu/sample/gumbel.py::gumbel_sample", "Model Runner V2's position-keyed Gumbel-max sampling as a PyTorch reference (vLLM: Triton kernels): the same murmur3 hash of (seed, position, token id), the same float32 uniform; whole-vocabulary argmax instead of per-block maxima"),
+    R("minispec/metrics/loggers.py", "vllm/v1/metrics/loggers.py::PrometheusStatLogger", "Token and speculative-decoding counters only, in a CollectorRegistry per engine (vLLM: the process-wide REGISTRY); `record_step` takes the step's requests and the runner's running totals"),
+    R("minispec/metrics/reader.py", "vllm/v1/metrics/reader.py::get_metrics_snapshot", "vLLM's reader: Counter, Vector, Gauge and Histogram snapshots, of a given registry"),
     # ---- speculative decoding: verification ----------------------------------------------------------------
     R("minispec/sample/rejection_sampler.py", "vllm/v1/sample/rejection_sampler.py::RejectionSampler vllm/v1/sample/rejection_sampler.py::rejection_sample vllm/v1/sample/rejection_sampler.py::expand_batch_to_tokens vllm/v1/sample/rejection_sampler.py::generate_uniform_probs", "vLLM's forward signature (bonus sampled inside, logits at every logits_indices row, logprobs of every emitted token); the random draws are made first and handed to pure functions (`*_ref`; the greedy one is the kernel's per-request loop on host lists), which the Triton kernels match bit for bit; `backend=` picks PyTorch or Triton; no synthetic or block verification, no bad words or allowed-token masks", beyond="Target rows go through the sampler's whole pipeline (logit bias, penalties, min-p, top-k, top-p) before verification, so min_p and logit_bias work under speculation exactly", v0="vllm/model_executor/layers/rejection_sampler.py vllm/model_executor/layers/spec_decode_base_sampler.py"),
     R("kernels/rejection_sampler.py", "vllm/v1/sample/rejection_sampler.py::rejection_greedy_sample_kernel vllm/v1/sample/rejection_sampler.py::rejection_random_sample_kernel vllm/v1/sample/rejection_sampler.py::sample_recovered_tokens_kernel", "Compile-time flags with a dummy pointer instead of None pointers (the same code in the interpreter and compiled); correctly rounded division in the accept test; no synthetic mode or fp64 Gumbel option"),
@@ -125,7 +131,7 @@ ROWS: list[Row] = [
     R("minispec/spec_decode/metadata.py", "vllm/v1/spec_decode/metadata.py::SpecDecodeMetadata vllm/v1/worker/gpu_model_runner.py::GPUModelRunner._calc_spec_decode_metadata", "The builder `calc_spec_decode_metadata` takes the draft ids directly instead of gathering them from input_ids; index lists built per request in Python on the host (vLLM: numpy), then copied to the device", v0="vllm/spec_decode/interfaces.py"),
     R("minispec/spec_decode/metrics.py", "vllm/v1/spec_decode/metrics.py::SpecDecodingStats vllm/v1/spec_decode/metrics.py::SpecDecodingLogging", "Counters, per-position draft counts and derived rates; `log_line` is SpecDecodingLogging's line (rates to 3 decimals); `prometheus_counters()` gives the values under vLLM's Prometheus names (no Prometheus client)", beyond="V0's `draft_acceptance_rate` and `system_efficiency`; per-depth counters and nodes per step for trees", v0="vllm/spec_decode/metrics.py"),
     # ---- speculative decoding: proposers ---------------------------------------------------------------------
-    R("minispec/spec_decode/ngram_proposer.py", "vllm/v1/spec_decode/ngram_proposer.py::NgramProposer", "vLLM's KMP-style scan over the reversed tokens, function for function (`batch_propose`, `batch_propose_numba`, `_find_longest_matched_ngram_and_propose_tokens`), in plain Python instead of numba: serial, no threads; `propose` takes each request's tokens", v0="vllm/spec_decode/ngram_worker.py"),
+    R("minispec/spec_decode/ngram_proposer.py", "vllm/v1/spec_decode/ngram_proposer.py::NgramProposer", "vLLM's KMP-style scan over the reversed tokens, function for function (`batch_propose`, `batch_propose_numba`, `_find_longest_matched_ngram_and_propose_tokens`), in plain Python instead of numba: serial, no threads; `propose(num_speculative_tokens, sampled_token_ids, num_tokens_no_spec, token_ids_cpu)` as vLLM's, the arrays packed from the requests each step (`pack_token_ids`)", v0="vllm/spec_decode/ngram_worker.py"),
     R("minispec/spec_decode/llm_base_proposer.py", "vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.propose vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer.set_inputs_first_pass vllm/v1/spec_decode/llm_base_proposer.py::SpecDecodeBaseProposer._sample_draft_tokens", "The drafting loop of the draft model (and, next, EAGLE): one causal first pass over each request's uncached entries, then one-token steps whose positions, slots and masks are built once per call (`DecodeSteps`); requests arrive with their new tokens, not as the target's flattened batch; no padding, no CUDA graphs; a compiled drafter may install a faster call of the same drafts at one seam (`compiled_propose`)"),
     R("minispec/spec_decode/draft_model.py", "vllm/v1/spec_decode/draft_model.py::DraftModelProposer", "A thin subclass of SpecDecodeBaseProposer, as vLLM's; its own paged cache, rolled back by comparing cached and accepted tokens (vLLM's draft shares the target's block table); no heterogeneous vocabularies; `draft_sample_method` greedy (default) or probabilistic; drafts k whatever max_tokens says"),
     R("minispec/spec_decode/medusa.py", "vllm/v1/spec_decode/medusa.py::MedusaProposer", "Reads the hidden state at each request's last accepted token, handed over by the model runner; ranks over the draft vocabulary, then maps ids through `token_map` (vLLM ranks -inf-filled full-vocabulary logits)", beyond="Medusa's tree mode (top-k per head placed by `tree_indices`); vLLM drafts a chain (each head's argmax); speculative_config `draft_vocab_size` (FR-Spec) on heads that share one projection; compiled heads draft in one graph per call (heads, top-k, id mapping, tree order: `draft_token_ids`), at batch 1 on a CPU compiled ahead of time by AOTInductor (vLLM compiles the heads' forward and takes each argmax eagerly)", v0="vllm/spec_decode/medusa_worker.py", ref="FasterDecoding/Medusa `medusa/model/utils.py` (`generate_candidates`)"),
@@ -224,6 +230,60 @@ def D(title: str, detail: str, minispec: str = "", vllm: str = "") -> Difference
 
 
 KNOWN_DIFFERENCES: list[Difference] = [
+    D(
+        "A minimal VllmConfig",
+        "It holds the five configs minispec has (model, cache, scheduler, speculative, compilation), no parallel or "
+        "observability configs; components built from it (`NgramProposer(vllm_config)`) take it as vLLM's do.",
+        "minispec/config.py",
+        "vllm/config/vllm.py::VllmConfig",
+    ),
+    D(
+        "Token arrays packed each step",
+        "The model runner packs each request's tokens into vLLM's `token_ids_cpu` / `num_tokens_no_spec` arrays every "
+        "step (`pack_token_ids`) where vLLM's InputBatch keeps them across steps; `num_tokens_threshold` and "
+        "`num_numba_thread_available` exist and change nothing (plain Python, no numba threads).",
+        "minispec/spec_decode/ngram_proposer.py",
+        "vllm/v1/worker/gpu_input_batch.py::InputBatch vllm/v1/spec_decode/ngram_proposer.py::NgramProposer",
+    ),
+    D(
+        "Prometheus registry per engine, fewer metrics",
+        "Each engine counts in a CollectorRegistry of its own (a notebook or a test suite holds many LLMs); vLLM "
+        "uses the process-wide REGISTRY and unregisters the previous engine's metrics. Only the token and "
+        "speculative-decoding counters.",
+        "minispec/metrics/loggers.py",
+        "vllm/v1/metrics/loggers.py::PrometheusStatLogger",
+    ),
+    D(
+        "Top-k and top-p on the PyTorch path, a stable sort",
+        "`apply_top_k_top_p` always takes vLLM's PyTorch path (no FlashInfer or Triton top-k/top-p kernels); top-p "
+        "sorts descending and stably, so ties rank by token id as argmax does (vLLM: an ascending, unstable sort); "
+        "`random_sample` leaves `probs` unchanged (vLLM divides it in place).",
+        "minispec/sample/ops/topk_topp_sampler.py",
+        "vllm/v1/sample/ops/topk_topp_sampler.py::apply_top_k_top_p",
+    ),
+    D(
+        "The sampler works on a float32 copy",
+        "The caller's logits are never changed (vLLM's `.to(float32)` and the steps after it write in place); only "
+        'logprobs_mode "raw_logprobs", no `logprob_token_ids`, thinking budget or min_tokens; at draft positions '
+        "the rejection sampler applies no user logits processors (vLLM applies only min_tokens there).",
+        "minispec/sample/sampler.py minispec/sample/rejection_sampler.py",
+        "vllm/v1/sample/sampler.py::Sampler",
+    ),
+    D(
+        "Bad-word ids checked against the vocabulary in verify",
+        "Hugging Face tokenizers have no `max_token_id`, so the check of `update_from_tokenizer` moves to "
+        "`SamplingParams.verify(vocab_size)`, which the engine calls for every request.",
+        "minispec/sampling_params.py",
+        "vllm/sampling_params.py::SamplingParams.update_from_tokenizer",
+    ),
+    D(
+        "Triton or PyTorch per call, asserts for invariants",
+        '`RejectionSampler(backend=...)` and `use_backend("triton")` pick the Triton kernels or their PyTorch '
+        "references (vLLM always runs Triton); internal invariants are asserts as in vLLM, while user input still "
+        "gets a ValueError naming the parameter.",
+        "minispec/sample/rejection_sampler.py",
+        "vllm/v1/sample/rejection_sampler.py::RejectionSampler",
+    ),
     D(
         "disable_by_batch_size",
         "minispec keeps V0's switch (speculate while fewer requests than the threshold are scheduled); v0.32.0 has "
@@ -404,7 +464,11 @@ FUNCTIONS: list[FunctionPair] = [
         "minispec/sample/logprobs.py::compute_logprobs",
         "a module function",
     ),
-    F(f"{_SM}::Sampler.gather_logprobs", "minispec/sample/logprobs.py::gather_logprobs", "a module function"),
+    F(
+        f"{_SM}::Sampler.gather_logprobs",
+        "minispec/sample/sampler.py::Sampler.gather_logprobs",
+        "a static method calling `sample/logprobs.py::gather_logprobs`",
+    ),
     F(
         f"{_SM}::Sampler.apply_logits_processors",
         "minispec/sample/sampler.py::Sampler.apply_logits_processors",

@@ -92,6 +92,7 @@ MRV2_ROWS: dict[str, Mrv2] = {
     "minispec/sample/logprobs.py": M(f"{_SA}logprob.py::compute_topk_scores {_SA}logprob.py::compute_token_logprobs", "Top-k log-softmax and ranks as Triton kernels"),
     "minispec/sample/ops/topk_topp_sampler.py": M(f"{_SA}states.py::SamplingStates.apply_top_k_top_p {_SA}gumbel.py::gumbel_sample", "`apply_top_k_top_p` is the same function (MRv2 imports `vllm/v1/sample/ops/topk_topp_sampler.py`, which v0.34.0 keeps); `random_sample`'s exponential race becomes Gumbel-max"),
     "minispec/sample/logits_processor.py": M(f"{_SA}logits_processor/interface.py::LogitsProcessor {_SA}logits_processor/interface.py::LogitsContext {_SA}logits_processor/loader.py::build_custom_logits_processors", "MRv2's own interface: per-request state set once in `add_request` (slots recycled), `apply` on each step's logits with a LogitsContext; no BatchUpdate; every custom processor runs after the built-in ones and before temperature (MRv1 splits argmax-invariant ones from the rest)"),
+    "minispec/worker/gpu/sample/gumbel.py": M(f"{_SA}gumbel.py::gumbel_sample {_SA}gumbel.py::murmur3_hash32", "This is MRv2's own file: minispec's PyTorch reference of its noise, used for seeded requests (MRv1 has no counterpart)"),
     "minispec/sample/ops/bad_words.py": M(f"{_SA}bad_words.py::BadWordsState {_SA}bad_words.py::apply_bad_words", "A Triton kernel over per-request bad-word tables kept on the GPU"),
     "minispec/sample/ops/logprobs.py": M(f"{_SA}logprob.py::compute_topk_scores {_SA}logprob.py::_ranks_kernel", "Ranks counted by a Triton kernel, nothing compiled by torch.compile"),
     "minispec/sample/ops/penalties.py": M(f"{_SA}penalties.py::PenaltiesState {_SA}penalties.py::apply_penalties", "Output-token counts persist on the GPU, updated after each step (`post_update`), instead of recounted from token lists"),
@@ -162,7 +163,10 @@ V034_REMOVED: frozenset[str] = frozenset(
     {
         "vllm/model_executor/models/medusa.py",
         "vllm/v1/sample/logits_processor/builtin.py",
+        "vllm/v1/sample/logits_processor/interface.py",
+        "vllm/v1/sample/logits_processor/state.py",
         "vllm/v1/sample/metadata.py",
+        "vllm/v1/sample/ops/bad_words.py",
         "vllm/v1/sample/ops/logprobs.py",
         "vllm/v1/sample/ops/penalties.py",
         "vllm/v1/sample/rejection_sampler.py",

@@ -15,11 +15,15 @@ engine admits the request (`verify`, as vLLM's `SamplingParams.verify`). Like vL
 - `seed` makes a random request reproducible: the engine gives it its own `torch.Generator`; -1 means None.
 - `max_tokens=None` generates until EOS, a stop token or max_model_len.
 - `stop_token_ids` are stored without duplicates.
+- `allowed_token_ids` restricts sampling to those tokens (the sampler masks every other one); it must not be
+  empty. `bad_words` bans words (strings): when the tokens before a bad word's last token end the output so
+  far, that last token is banned. The engine tokenizes them once, at admission, with `update_from_tokenizer`.
 - `min_tokens` is not implemented (it needs the tokenizer's EOS id inside the sampler).
 """
 
 import copy
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -64,6 +68,10 @@ class SamplingParams:
     ignore_eos: bool = False
     logprobs: int | None = None
     logit_bias: dict[int, float] | None = None
+    allowed_token_ids: list[int] | None = None
+    bad_words: list[str] | None = None
+    # Filled by update_from_tokenizer: each bad word as token ids, with and without a leading space.
+    _bad_words_token_ids: list[list[int]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._verify_args()
@@ -91,6 +99,10 @@ class SamplingParams:
         self.stop_token_ids = list(dict.fromkeys(int(t) for t in self.stop_token_ids))
         if self.logit_bias is not None:
             self.logit_bias = {int(t): float(b) for t, b in self.logit_bias.items()}
+        if self.allowed_token_ids is not None:
+            self.allowed_token_ids = [int(t) for t in self.allowed_token_ids]
+        # vLLM stores no bad words as [] and drops repeats.
+        self.bad_words = list(dict.fromkeys(self.bad_words or ()))
         if self.temperature < _SAMPLING_EPS:
             # Greedy: the filters cannot change an argmax, so store their neutral values.
             self.top_p, self.top_k, self.min_p = 1.0, 0, 0.0
@@ -138,6 +150,7 @@ class SamplingParams:
             raise _wrong_type("stop_token_ids", self.stop_token_ids, allowed)
         if not all(t >= 0 for t in self.stop_token_ids):
             raise _bad("stop_token_ids", self.stop_token_ids, allowed)
+        self._verify_allowed_token_ids_and_bad_words()
         if self.logit_bias is None:
             return
         allowed = f"None or a dict {{token id (int >= 0): bias in [-{MAX_LOGIT_BIAS:g}, {MAX_LOGIT_BIAS:g}]}}"
@@ -150,16 +163,60 @@ class SamplingParams:
         ):
             raise _bad("logit_bias", self.logit_bias, allowed)
 
+    def _verify_allowed_token_ids_and_bad_words(self) -> None:
+        allowed = "None or a non-empty list of token ids (ints >= 0)"
+        ids = self.allowed_token_ids
+        if ids is not None:
+            if not isinstance(ids, (list, tuple)) or not all(is_int(t) for t in ids):
+                raise _wrong_type("allowed_token_ids", ids, allowed)
+            if not ids or not all(t >= 0 for t in ids):
+                raise _bad("allowed_token_ids", ids, allowed)
+        allowed = "None or a list of non-empty strings"
+        words = self.bad_words
+        if words is not None:
+            if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+                raise _wrong_type("bad_words", words, allowed)
+            if not all(w.strip() for w in words):
+                raise _bad("bad_words", words, allowed)
+
+    def update_from_tokenizer(self, tokenizer) -> None:
+        """Tokenize `bad_words` (vLLM: `SamplingParams.update_from_tokenizer`): each word as it is and, when
+        that gives a different word token of the same length, with a leading space, so the word is banned
+        at the start of the text and in the middle of it. `tokenizer.encode(text, add_special_tokens=...)`
+        is a Hugging Face tokenizer's method."""
+        if not self.bad_words:
+            return
+        token_ids: list[list[int]] = []
+        for bad_word in self.bad_words:
+            for add_prefix_space in (False, True):
+                prompt = (" " if add_prefix_space else "") + bad_word.lstrip()
+                ids = list(tokenizer.encode(prompt, add_special_tokens=False))
+                if not ids:
+                    if not add_prefix_space:
+                        raise _bad("bad_words", self.bad_words, "words that tokenize to at least one token")
+                    continue
+                if not add_prefix_space or (ids[0] != token_ids[-1][0] and len(ids) == len(token_ids[-1])):
+                    token_ids.append([int(t) for t in ids])
+        self._bad_words_token_ids = token_ids
+
+    @property
+    def bad_words_token_ids(self) -> list[list[int]] | None:
+        """The tokenized `bad_words` (None until `update_from_tokenizer` has run, or without bad words)."""
+        return self._bad_words_token_ids
+
     def verify(self, vocab_size: int) -> None:
         """The checks that need the model, run when a request is admitted (vLLM: `SamplingParams.verify`).
         Also re-checks every field, in case one was changed after construction."""
         self._verify_args()
         if self.logprobs is not None and self.logprobs > vocab_size:
             raise _bad("logprobs", self.logprobs, f"None or an int in [0, vocab_size={vocab_size}]")
-        for name, ids in (
+        token_lists: Sequence[tuple[str, list[int]]] = (
             ("stop_token_ids", self.stop_token_ids),
             ("logit_bias", list(self.logit_bias or ())),
-        ):
+            ("allowed_token_ids", self.allowed_token_ids or []),
+            ("bad_words", [t for ids in self.bad_words_token_ids or () for t in ids]),
+        )
+        for name, ids in token_lists:
             outside = sorted({int(t) for t in ids if t >= vocab_size})
             if outside:
                 raise ValueError(

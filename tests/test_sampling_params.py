@@ -55,6 +55,13 @@ BAD_VALUES = [
     ("logit_bias", {"a": 1.0}, TypeError),
     ("logit_bias", {1: "up"}, TypeError),
     ("logit_bias", [1.0], TypeError),
+    ("allowed_token_ids", [], ValueError),
+    ("allowed_token_ids", [1, -1], ValueError),
+    ("allowed_token_ids", 3, TypeError),
+    ("allowed_token_ids", [1.5], TypeError),
+    ("bad_words", ["ok", " "], ValueError),
+    ("bad_words", "word", TypeError),
+    ("bad_words", [3], TypeError),
 ]
 
 
@@ -139,3 +146,34 @@ def test_clone_is_deep():
     q.stop_token_ids.append(9)
     q.logit_bias[4] = 2.0
     assert p.stop_token_ids == [1] and p.logit_bias == {2: 1.0}
+
+
+def test_allowed_token_ids_and_bad_words_are_checked_against_the_vocabulary():
+    SamplingParams(allowed_token_ids=[0, 95]).verify(96)
+    with pytest.raises(ValueError, match="allowed_token_ids"):
+        SamplingParams(allowed_token_ids=[96]).verify(96)
+    p = SamplingParams(bad_words=["x"])
+    p.update_from_tokenizer(_Tokenizer({"x": [96], " x": [97]}))
+    with pytest.raises(ValueError, match="bad_words"):
+        p.verify(96)
+
+
+class _Tokenizer:
+    """A Hugging Face-like tokenizer over a fixed table."""
+
+    def __init__(self, table: dict[str, list[int]]):
+        self.table = table
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return self.table.get(text, [])
+
+
+def test_bad_words_tokenized_as_vllm_with_and_without_a_leading_space():
+    p = SamplingParams(bad_words=["foo bar", "foo bar", "baz"])
+    assert p.bad_words == ["foo bar", "baz"] and p.bad_words_token_ids is None
+    # " foo bar" adds a second form (a different first token, same length); " baz" has another length.
+    p.update_from_tokenizer(_Tokenizer({"foo bar": [1, 2], " foo bar": [3, 2], "baz": [4], " baz": [5, 6]}))
+    assert p.bad_words_token_ids == [[1, 2], [3, 2], [4]]
+    with pytest.raises(ValueError, match="bad_words"):
+        SamplingParams(bad_words=["zzz"]).update_from_tokenizer(_Tokenizer({}))
+    assert SamplingParams().bad_words == []

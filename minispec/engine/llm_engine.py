@@ -18,7 +18,6 @@ drafter's pools) before the error propagates, so the engine stays usable.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import threading
 from typing import Any
@@ -79,19 +78,6 @@ def resolve_device(device: str | torch.device) -> torch.device:
         if resolved.index is not None and resolved.index >= torch.cuda.device_count():
             raise ValueError(f"device={device!r} but only {torch.cuda.device_count()} CUDA device(s) exist")
     return resolved
-
-
-def serialized(method):
-    """One thread at a time inside the engine: a call from another thread waits for `engine.lock`. The lock is
-    re-entrant, so LLM.generate can hold it across its steps (vLLM runs the engine core in one process of its
-    own and queues what its clients send; minispec's engine runs in the caller's thread)."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        with self.lock:
-            return method(self, *args, **kwargs)
-
-    return wrapper
 
 
 class LLMEngine:
@@ -182,7 +168,10 @@ class LLMEngine:
         )
         self.stat_logger = loggers.PrometheusStatLogger(self.vllm_config)  # in its own registry
         self._request_counter = itertools.count()
-        self.lock = threading.RLock()  # see `serialized`
+        # One thread at a time inside the engine: add_request, abort_request and step wait for the lock, and
+        # LLM.generate holds it across its steps (re-entrant). vLLM runs its engine core in a process of its own
+        # and queues what clients send; minispec's engine runs in the caller's thread.
+        self.lock = threading.RLock()
         self.step_records: list[StepRecord] | None = None  # set to [] to record every step (chapter 8)
 
     # ---- statistics (vLLM: LLMEngine.get_metrics and the stat loggers that step feeds) -----------------
@@ -247,33 +236,35 @@ class LLMEngine:
     # ---- requests -----------------------------------------------------------------------------------
     def check_request(self, prompt_token_ids, params: SamplingParams) -> list[int]:
         """Everything add_request checks, without queueing anything: the prompt's token ids as ints."""
+        if isinstance(params, SamplingParams):
+            params.update_from_tokenizer(self.tokenizer)  # bad_words -> token ids (vLLM's InputProcessor)
         return self.input_processor.process_inputs(prompt_token_ids, params)
 
-    @serialized
     def add_request(self, prompt: str | None, prompt_token_ids, params: SamplingParams) -> str:
-        token_ids = self.check_request(prompt_token_ids, params)
-        if prompt is not None and not isinstance(prompt, str):
-            raise TypeError(f"prompt must be a str or None; got a {type(prompt).__name__}")
-        request = Request(
-            str(next(self._request_counter)),
-            token_ids,
-            params,
-            self.eos_token_ids,
-            prompt,
-            max_model_len=self.scheduler_config.max_model_len,
-        )
-        if params.seed is not None:
-            request.generator = make_generator(params.seed, self.device)
-        self.scheduler.add_request(request)
-        return request.request_id
+        with self.lock:
+            token_ids = self.check_request(prompt_token_ids, params)
+            if prompt is not None and not isinstance(prompt, str):
+                raise TypeError(f"prompt must be a str or None; got a {type(prompt).__name__}")
+            request = Request(
+                str(next(self._request_counter)),
+                token_ids,
+                params,
+                self.eos_token_ids,
+                prompt,
+                max_model_len=self.scheduler_config.max_model_len,
+            )
+            if params.seed is not None:
+                request.generator = make_generator(params.seed, self.device)
+            self.scheduler.add_request(request)
+            return request.request_id
 
-    @serialized
     def abort_request(self, request_ids: str | list[str]) -> None:
         """Remove requests wherever they are (waiting, running), free their target KV blocks and the
         drafter's state and blocks. Unknown or finished ids are ignored (vLLM: `LLMEngine.abort_request`)."""
-        ids = [request_ids] if isinstance(request_ids, str) else list(request_ids)
-        self.scheduler.finish_requests(ids, RequestStatus.FINISHED_ABORTED)
-        self._forget_in_drafter(ids)
+        with self.lock:
+            ids = [request_ids] if isinstance(request_ids, str) else list(request_ids)
+            self.scheduler.finish_requests(ids, RequestStatus.FINISHED_ABORTED)
+            self._forget_in_drafter(ids)
 
     def _forget_in_drafter(self, request_ids: list[str]) -> None:
         drafter = self.model_runner.drafter
@@ -284,40 +275,42 @@ class LLMEngine:
         return self.scheduler.has_unfinished_requests()
 
     # ---- the step -----------------------------------------------------------------------------------
-    @serialized
     def step(self) -> list[RequestOutput]:
-        if not self.scheduler.has_unfinished_requests():
-            return []  # an idle engine: nothing to do (as vLLM's)
-        record = begin_record(self) if self.step_records is not None else None
-        timer = PhaseTimer(record)
-        scheduler_output = self.scheduler.schedule()
-        timer.mark("schedule")
-        preempted = list(scheduler_output.preempted_req_ids)
-        try:
-            if scheduler_output.total_num_scheduled_tokens == 0:
-                raise RuntimeError("the scheduler could not schedule any token; the KV cache is too small")
-            reqs = scheduler_output.scheduled_requests
-            block_table = [self.kv_cache_manager.get_block_ids(r.request_id) for r in reqs]
-            self.model_runner.timer = timer
-            num_output_tokens_before = [r.num_output_tokens for r in reqs]
-            runner_output = self.model_runner.execute_model(scheduler_output, block_table)
-            finished = self.scheduler.update_from_output(
-                scheduler_output,
-                runner_output.sampled_token_ids,
-                runner_output.spec_token_ids,
-                runner_output.logprobs,
-            )
-            self._forget_in_drafter([r.request_id for r in finished] + preempted)
-            self.stat_logger.record_step(reqs, num_output_tokens_before, self.get_spec_decoding_stats())
-            timer.mark("update")
-            if record is not None:
-                finish_record(self, record, scheduler_output, block_table, runner_output, finished)
-            return [self._make_output(r) for r in finished]
-        except BaseException:
-            # the scheduled requests' state is unknown now: abort them so the engine stays consistent
-            self.abort_request([r.request_id for r in scheduler_output.scheduled_requests])
-            self._forget_in_drafter(preempted)
-            raise
+        with self.lock:
+            if not self.scheduler.has_unfinished_requests():
+                return []  # an idle engine: nothing to do (as vLLM's)
+            record = begin_record(self) if self.step_records is not None else None
+            timer = PhaseTimer(record)
+            scheduler_output = self.scheduler.schedule()
+            timer.mark("schedule")
+            preempted = list(scheduler_output.preempted_req_ids)
+            try:
+                if scheduler_output.total_num_scheduled_tokens == 0:
+                    raise RuntimeError(
+                        "the scheduler could not schedule any token; the KV cache is too small"
+                    )
+                reqs = scheduler_output.scheduled_requests
+                block_table = [self.kv_cache_manager.get_block_ids(r.request_id) for r in reqs]
+                self.model_runner.timer = timer
+                num_output_tokens_before = [r.num_output_tokens for r in reqs]
+                runner_output = self.model_runner.execute_model(scheduler_output, block_table)
+                finished = self.scheduler.update_from_output(
+                    scheduler_output,
+                    runner_output.sampled_token_ids,
+                    runner_output.spec_token_ids,
+                    runner_output.logprobs,
+                )
+                self._forget_in_drafter([r.request_id for r in finished] + preempted)
+                self.stat_logger.record_step(reqs, num_output_tokens_before, self.get_spec_decoding_stats())
+                timer.mark("update")
+                if record is not None:
+                    finish_record(self, record, scheduler_output, block_table, runner_output, finished)
+                return [self._make_output(r) for r in finished]
+            except BaseException:
+                # the scheduled requests' state is unknown now: abort them so the engine stays consistent
+                self.abort_request([r.request_id for r in scheduler_output.scheduled_requests])
+                self._forget_in_drafter(preempted)
+                raise
 
     def _make_output(self, request: Request) -> RequestOutput:
         text = self.tokenizer.decode(request.output_token_ids, skip_special_tokens=True)

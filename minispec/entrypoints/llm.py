@@ -104,26 +104,21 @@ class LLM:
                     raise
                 raise (TypeError if isinstance(e, TypeError) else ValueError)(f"prompts[{i}]: {e}") from e
 
-        with engine.lock:  # a generate from another thread waits until this one is done
-            return self._run(checked, use_tqdm)
-
-    def _run(self, checked: list, use_tqdm: bool) -> list[RequestOutput]:
-        """Queue the checked requests and step the engine until each has finished; on any error, abort them."""
-        engine = self.llm_engine
         order: dict[str, int] = {}  # request id -> its prompt's index
         results: list[RequestOutput | None] = [None] * len(checked)
-        try:
-            for i, (text, token_ids, params) in enumerate(checked):
-                order[engine.add_request(text, token_ids, params)] = i
-            with tqdm(total=len(results), desc="Processed prompts", disable=not use_tqdm) as bar:
-                while any(r is None for r in results):
-                    for output in engine.step():
-                        if output.request_id in order:  # requests queued on the engine directly are not ours
-                            results[order[output.request_id]] = output
-                            bar.update(1)
-        except BaseException:
-            engine.abort_request(list(order))
-            raise
+        with engine.lock:  # a generate from another thread waits until this one is done
+            try:
+                for i, (text, token_ids, params) in enumerate(checked):
+                    order[engine.add_request(text, token_ids, params)] = i
+                with tqdm(total=len(results), desc="Processed prompts", disable=not use_tqdm) as bar:
+                    while any(r is None for r in results):
+                        for output in engine.step():
+                            if output.request_id in order:  # requests queued on the engine directly: not ours
+                                results[order[output.request_id]] = output
+                                bar.update(1)
+            except BaseException:
+                engine.abort_request(list(order))
+                raise
         return results  # type: ignore[return-value]
 
     def _parse_prompt(self, prompt: PromptType) -> tuple[str | None, Any]:

@@ -1,14 +1,17 @@
 """Logprobs returned with sampled tokens: the top-N of each row plus the sampled token and its rank.
 
 Chapter 6 (vLLM's sampler). vLLM counterparts: `LogprobsTensors` in `vllm/v1/outputs.py`,
-`Sampler.compute_logprobs` / `Sampler.gather_logprobs` in `vllm/v1/sample/sampler.py` and
-`batched_count_greater_than` in `vllm/v1/sample/ops/logprobs.py`. minispec implements only vLLM's default
+`Sampler.compute_logprobs` / `Sampler.gather_logprobs` in `vllm/v1/sample/sampler.py` (minispec's
+`Sampler.gather_logprobs` calls `gather_logprobs` here). The engine uses vLLM's default
 `logprobs_mode`, "raw_logprobs" (`compute_logprobs`); the layout of a row: `LogprobsTensors`.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
+from minispec.sample.ops.logprobs import batched_count_greater_than
 
 
 @dataclass
@@ -43,17 +46,21 @@ def compute_logprobs(logits: torch.Tensor) -> torch.Tensor:
     return logits.log_softmax(dim=-1, dtype=torch.float32)
 
 
-def batched_count_greater_than(x: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """For each row, how many entries of `x` [B, V] are >= `values` [B, 1]. Returns [B] int64."""
-    return (x >= values).sum(dim=-1)
-
-
-def gather_logprobs(logprobs: torch.Tensor, num_logprobs: int, token_ids: torch.Tensor) -> LogprobsTensors:
-    """Top-`num_logprobs` of `logprobs` [B, V] plus the logprob and rank of `token_ids` [B]."""
+def gather_logprobs(
+    logprobs: torch.Tensor,
+    num_logprobs: int,
+    token_ids: torch.Tensor,
+    count: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = batched_count_greater_than,
+) -> LogprobsTensors:
+    """Top-`num_logprobs` of `logprobs` [B, V] plus the logprob and rank of `token_ids` [B] (vLLM:
+    `Sampler.gather_logprobs`, which passes its module's `batched_count_greater_than` as `count`)."""
     token_ids = token_ids.to(torch.long).unsqueeze(-1)  # [B, 1]
     topk_logprobs, topk_ids = torch.topk(logprobs, num_logprobs, dim=-1)  # [B, N], [B, N]
     token_logprobs = logprobs.gather(-1, token_ids)  # [B, 1]
-    ranks = batched_count_greater_than(logprobs, token_logprobs)  # [B]
+    # One compiled graph for every batch size: no specialisation on a batch of 1.
+    torch._dynamo.decorators.mark_unbacked(logprobs, 0)
+    torch._dynamo.decorators.mark_unbacked(token_logprobs, 0)
+    ranks = count(logprobs, token_logprobs)  # [B]
     return LogprobsTensors(
         logprob_token_ids=torch.cat((token_ids, topk_ids), dim=1),
         logprobs=torch.cat((token_logprobs, topk_logprobs), dim=1),

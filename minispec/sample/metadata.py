@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from minispec.sample.logits_processor import LogitsProcessors
 from minispec.sample.ops.penalties import make_padded_tensor
 from minispec.sampling_params import _SAMPLING_EPS, SamplingParams, SamplingType
 
@@ -29,6 +30,11 @@ class SamplingMetadata:
       on.
     - `generators`: batch row index -> that request's `torch.Generator`, for seeded random requests. The
       generator belongs to the request and lives across steps (the engine owns it); see `make_generator`.
+    - `allowed_token_ids_mask` [B, V] bool: True where a token is *not* allowed (vLLM's convention: the
+      sampler fills those logits with -inf); None when no row restricts its tokens.
+    - `bad_words_token_ids`: batch row -> that request's bad words as token-id sequences (rows without bad
+      words are absent).
+    - `logitsprocs`: the batch's logits processors (vLLM's `LogitsProcessors`); minispec's engine loads none.
     """
 
     temperature: torch.Tensor | None  # [B] float32, None when all rows are greedy
@@ -51,6 +57,10 @@ class SamplingMetadata:
     repetition_penalties: torch.Tensor | None = None  # [B] float32
 
     output_token_ids: list[list[int]] = field(default_factory=list)
+
+    allowed_token_ids_mask: torch.Tensor | None = None  # [B, V] bool, True = not allowed
+    bad_words_token_ids: dict[int, list[list[int]]] = field(default_factory=dict)
+    logitsprocs: LogitsProcessors = field(default_factory=LogitsProcessors)
 
     logit_bias: list[dict[int, float] | None] | None = None
 
@@ -105,6 +115,19 @@ class SamplingMetadata:
         if any(p.logit_bias for p in params):
             logit_bias = [p.logit_bias or None for p in params]
 
+        allowed_token_ids_mask = None
+        if any(p.allowed_token_ids for p in params):
+            # vLLM's InputBatch: a row's mask is True everywhere except at its allowed tokens.
+            allowed_token_ids_mask = torch.zeros(num_reqs, vocab_size, dtype=torch.bool)
+            for i, p in enumerate(params):
+                if p.allowed_token_ids:
+                    allowed_token_ids_mask[i] = True
+                    allowed_token_ids_mask[i, p.allowed_token_ids] = False
+            allowed_token_ids_mask = allowed_token_ids_mask.to(device)
+        bad_words_token_ids = {
+            i: p.bad_words_token_ids for i, p in enumerate(params) if p.bad_words_token_ids
+        }
+
         return cls(
             temperature=temperature,
             all_greedy=all_greedy,
@@ -121,6 +144,8 @@ class SamplingMetadata:
             repetition_penalties=rep,
             output_token_ids=output_token_ids,
             logit_bias=logit_bias,
+            allowed_token_ids_mask=allowed_token_ids_mask,
+            bad_words_token_ids=bad_words_token_ids,
         )
 
     def select_rows(
@@ -129,7 +154,7 @@ class SamplingMetadata:
         """The metadata of batch rows `rows` (in that order, repeats allowed), renumbered 0..len(rows)-1.
 
         Every field is carried over: temperature, top-k, top-p, min-p, penalties with their prompt tokens,
-        output tokens, logit bias, drafts and logprobs. `output_token_ids` replaces the selected rows' output
+        output tokens, logit bias, allowed-token mask, bad words, drafts, logprobs and logits processors. `output_token_ids` replaces the selected rows' output
         histories (the rejection sampler passes each draft position its history: output + earlier drafts).
         Generators are re-keyed; a request selected twice shares its generator between the two rows.
         """
@@ -152,11 +177,13 @@ class SamplingMetadata:
             torch.ones(len(rows), dtype=torch.bool) if temperature is None else temperature < _SAMPLING_EPS
         )
         all_greedy = bool(is_greedy.all())
-        freq, pres, rep = (
-            pick(self.frequency_penalties),
-            pick(self.presence_penalties),
-            pick(self.repetition_penalties),
-        )
+        freq = pres = rep = None
+        if not self.no_penalties:  # vLLM's callers may leave the penalty tensors empty when they are off
+            freq, pres, rep = (
+                pick(self.frequency_penalties),
+                pick(self.presence_penalties),
+                pick(self.repetition_penalties),
+            )
         no_penalties = self.no_penalties or not bool(((freq != 0) | (pres != 0) | (rep != 1)).any())
         logit_bias = None
         if self.logit_bias is not None and any(self.logit_bias[r] for r in rows):
@@ -179,6 +206,11 @@ class SamplingMetadata:
             repetition_penalties=None if no_penalties else rep,
             output_token_ids=list(output_token_ids),
             logit_bias=logit_bias,
+            allowed_token_ids_mask=pick(self.allowed_token_ids_mask),
+            bad_words_token_ids={
+                j: self.bad_words_token_ids[r] for j, r in enumerate(rows) if r in self.bad_words_token_ids
+            },
+            logitsprocs=self.logitsprocs,
             spec_token_ids=None if self.spec_token_ids is None else [self.spec_token_ids[r] for r in rows],
         )
 
@@ -187,7 +219,7 @@ class SamplingMetadata:
         """The batch size, read off a per-row field (None when an all-greedy batch records none)."""
         if self.temperature is not None:
             return int(self.temperature.shape[0])
-        if self.frequency_penalties is not None:
+        if not self.no_penalties and self.frequency_penalties is not None:
             return int(self.frequency_penalties.shape[0])
         if self.output_token_ids:
             return len(self.output_token_ids)
@@ -227,6 +259,15 @@ def _check_batch(
             )
         if p.logprobs is not None and p.logprobs > vocab_size:
             raise ValueError(f"logprobs of row {i} must be <= vocab_size={vocab_size}, got {p.logprobs}.")
+        if p.allowed_token_ids and max(p.allowed_token_ids) >= vocab_size:
+            raise ValueError(
+                f"allowed_token_ids of row {i} must be in [0, {vocab_size}), got {max(p.allowed_token_ids)}."
+            )
+        if p.bad_words and p.bad_words_token_ids is None:
+            raise ValueError(
+                f"bad_words of row {i} ({p.bad_words!r}) must be tokenized first: call "
+                "SamplingParams.update_from_tokenizer(tokenizer) when the request is admitted."
+            )
         if p.logit_bias and max(p.logit_bias) >= vocab_size:
             raise ValueError(
                 f"logit_bias token ids of row {i} must be in [0, {vocab_size}), got {max(p.logit_bias)}."

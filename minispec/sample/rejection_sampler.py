@@ -2,21 +2,23 @@
 
 vLLM: vllm/v1/sample/rejection_sampler.py. The Triton kernels live in kernels/rejection_sampler.py (imported
 as `minispec.kernels.rejection_sampler`); this file holds the PyTorch reference with the same semantics and
-picks one of the two per call. The rules: `RejectionSampler`. vLLM v0.32.0 refuses min-p and logit bias under
-speculation; minispec applies them exactly. It leaves out vLLM's synthetic acceptance mode, bad words and
-allowed-token masks (minispec has neither).
+picks one of the two per call ("auto": Triton on CUDA, PyTorch elsewhere; `use_backend` forces one). The
+rules: `RejectionSampler`. vLLM v0.32.0 refuses min-p and logit bias under speculation; minispec applies them
+exactly. It leaves out vLLM's synthetic acceptance mode (`rejection_sample_method="synthetic"`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn as nn
 
-from minispec.sample.logprobs import LogprobsTensors, compute_logprobs, gather_logprobs
+from minispec.sample.logits_processor import LogitsProcessors
+from minispec.sample.logprobs import LogprobsTensors, compute_logprobs
 from minispec.sample.metadata import SamplingMetadata
 from minispec.sample.ops.builtin import apply_min_p
 from minispec.sample.ops.topk_topp_sampler import apply_top_k_top_p
@@ -29,6 +31,19 @@ MAX_SPEC_LEN = 128  # the most drafts per request one step may verify
 
 Backend = Literal["auto", "torch", "triton"]
 _BACKENDS = ("auto", "torch", "triton")
+_forced_backend: Backend | None = None  # set by use_backend: what "auto" means inside it
+
+
+@contextmanager
+def use_backend(backend: Backend) -> Iterator[None]:
+    """Within the block, "auto" means `backend` for every call (tests run vLLM's cases on the kernels)."""
+    global _forced_backend
+    _check_backend(backend)
+    previous, _forced_backend = _forced_backend, backend
+    try:
+        yield
+    finally:
+        _forced_backend = previous
 
 
 class RejectionSampler(nn.Module):
@@ -44,6 +59,10 @@ class RejectionSampler(nn.Module):
       positions. When nothing is rejected the bonus token follows. Leviathan et al. (2023) show the emitted
       token at each position is then distributed exactly as p_target.
 
+    Bad words and the allowed-token mask act as in plain sampling: at draft position j the history is the
+    request's output plus drafts 0..j-1. `use_fp64_gumbel` (read off the sampler, as vLLM does) draws the
+    recovery race in float64.
+
     Every draft position is judged by the distribution plain sampling would draw from there: the target logits
     go through the sampler's whole pipeline first (`apply_logits_processors`: logit bias and penalties, whose
     output history at draft position j is the request's output plus drafts 0..j-1; then
@@ -58,10 +77,24 @@ class RejectionSampler(nn.Module):
     handed to pure functions (`*_ref` here, the kernels' launchers there) that must agree bit for bit.
     """
 
-    def __init__(self, sampler: Sampler | None = None, backend: Backend = "auto"):
+    def __init__(
+        self,
+        sampler: Sampler | None = None,
+        spec_config: Any | None = None,
+        device: torch.device | None = None,
+        *,
+        backend: Backend = "auto",
+    ):
+        """vLLM's signature; `spec_config` is read only for `rejection_sample_method` (minispec has no
+        synthetic mode), `device` only by that mode. `backend` is minispec's: "auto", "torch" or "triton"."""
         super().__init__()
         _check_backend(backend)
+        if getattr(spec_config, "rejection_sample_method", "strict") == "synthetic":
+            raise NotImplementedError(
+                "rejection_sample_method='synthetic' (synthetic acceptance rates) is not in minispec"
+            )
         self.sampler = sampler if sampler is not None else Sampler()  # draws the bonus tokens
+        self.use_fp64_gumbel = getattr(self.sampler, "use_fp64_gumbel", False)
         self.backend = backend
 
     def forward(
@@ -74,16 +107,9 @@ class RejectionSampler(nn.Module):
         """sampled_token_ids [B, max_spec_len + 1] int32 padded with PLACEHOLDER_TOKEN_ID, and logprobs
         [B * (max_spec_len + 1), N + 1] when requested (rows of rejected positions are dropped by
         parse_output)."""
-        if metadata.max_spec_len > MAX_SPEC_LEN:
-            raise ValueError(f"max_spec_len must be <= {MAX_SPEC_LEN}, got {metadata.max_spec_len}")
-        num_rows = metadata.logits_indices.shape[0]
-        if logits.ndim != 2 or logits.shape[0] != num_rows:
-            raise ValueError(
-                f"logits must have shape [num_draft_tokens + batch_size = {num_rows}, vocab_size] (the rows "
-                f"at metadata.logits_indices), got {tuple(logits.shape)}"
-            )
+        assert metadata.max_spec_len <= MAX_SPEC_LEN, f"max_spec_len must be <= {MAX_SPEC_LEN}"
         md = sampling_metadata
-        if md.spec_token_ids is None:
+        if not md.spec_token_ids:
             md = replace(md, spec_token_ids=metadata.split_draft_token_ids())
         bonus_token_ids = self.sampler(
             logits[metadata.bonus_logits_indices],
@@ -105,6 +131,7 @@ class RejectionSampler(nn.Module):
             target_logits,
             bonus_token_ids,
             md,
+            use_fp64_gumbel=self.use_fp64_gumbel,
             backend=self.backend,
         )
         logprobs_tensors = None
@@ -120,15 +147,21 @@ class RejectionSampler(nn.Module):
         sampling_metadata: SamplingMetadata,
         metadata: SpecDecodeMetadata,
     ) -> torch.Tensor:
-        """Logit bias and penalties at every draft position, each with its own output history (the
-        request's output, then its drafts before that position). Returns a new tensor."""
+        """The allowed-token mask, bad words, logit bias and penalties at every draft position, each with its
+        own output history (the request's output, then its drafts before that position). Edits `logits` in
+        place. The batch's own logits processors are not applied to drafts (vLLM applies only min_tokens)."""
         md = sampling_metadata
-        if md.logit_bias is None and md.no_penalties:
+        if (
+            md.logit_bias is None
+            and md.no_penalties
+            and md.allowed_token_ids_mask is None
+            and not md.bad_words_token_ids
+        ):
             return logits
         repeat_indices = [i for i, n in enumerate(metadata.num_draft_tokens) for _ in range(n)]  # [T]
         histories = _combine_outputs_with_spec_tokens(md.output_token_ids, md.spec_token_ids, metadata)
         per_token = md.select_rows(repeat_indices, output_token_ids=histories)
-        return Sampler.apply_logits_processors(logits, per_token)
+        return Sampler.apply_logits_processors(logits, replace(per_token, logitsprocs=LogitsProcessors()))
 
     @staticmethod
     def _get_logprobs_tensors(
@@ -145,7 +178,7 @@ class RejectionSampler(nn.Module):
         rows = rows.clamp(max=logits.shape[0] - 1)
         tokens = output_token_ids.flatten().to(torch.long)
         tokens = tokens.masked_fill(tokens == PLACEHOLDER_TOKEN_ID, 0)  # placeholders: filtered later
-        return gather_logprobs(compute_logprobs(logits[rows]), max_num_logprobs, tokens)
+        return Sampler.gather_logprobs(compute_logprobs(logits[rows]), max_num_logprobs, tokens)
 
     @staticmethod
     def parse_output(
@@ -193,6 +226,7 @@ def rejection_sample(
     target_logits: torch.Tensor,  # [num_draft_tokens, V] after apply_sampling_constraints
     bonus_token_ids: torch.Tensor,  # [B, 1]
     sampling_metadata: SamplingMetadata,
+    use_fp64_gumbel: bool = False,
     backend: Backend = "auto",
 ) -> torch.Tensor:
     """Verify all requests' drafts; returns [B, max_spec_len + 1] int32 padded with -1."""
@@ -242,6 +276,7 @@ def rejection_sample(
         target_probs,
         sampling_metadata,
         device,
+        use_fp64_gumbel,
         backend=backend,
     )
     if is_greedy is None:
@@ -269,20 +304,19 @@ def apply_sampling_constraints(
 ) -> torch.Tensor:
     """Temperature, min-p, top-k and top-p of each request, applied to every one of its draft positions,
     in the plain sampler's order (greedy rows divide by 1 and keep their neutral filters, so their argmax is
-    unchanged)."""
+    unchanged). Edits `logits` in place, as vLLM's."""
     if sampling_metadata.all_greedy:
         return logits
     num_tokens = logits.shape[0]
     temperature = sampling_metadata.temperature
-    if temperature is None:
-        raise ValueError("sampling_metadata.temperature must be set unless all_greedy is True, got None")
+    assert temperature is not None, "sampling_metadata.temperature must be set unless all_greedy is True"
 
     def expand(x: torch.Tensor) -> torch.Tensor:
         return expand_batch_to_tokens(x, cu_num_draft_tokens, num_tokens, backend=backend)  # [T]
 
     # Greedy rows divide by 1 instead of ~0; their argmax is unchanged.
     temperature = torch.where(temperature < _SAMPLING_EPS, torch.ones_like(temperature), temperature)
-    logits = logits / expand(temperature).unsqueeze(-1)  # [num_draft_tokens, V]
+    logits = logits.div_(expand(temperature).unsqueeze(-1))  # [num_draft_tokens, V]
     if sampling_metadata.min_p is not None:
         logits = apply_min_p(logits, expand(sampling_metadata.min_p))
     top_k = None if sampling_metadata.top_k is None else expand(sampling_metadata.top_k)
@@ -332,36 +366,47 @@ def generate_recovery_exponentials(
     num_draft_tokens: list[int],
     generators: dict[int, torch.Generator],
     device: torch.device,
+    use_fp64_gumbel: bool = False,
 ) -> torch.Tensor:
-    """q [B, V] float32 ~ Exp(1): one row per request, shared by all of its draft positions."""
-    q = torch.empty(batch_size, vocab_size, dtype=torch.float32, device=device)  # [B, V]
+    """q [B, V] ~ Exp(1), float32 (float64 with `use_fp64_gumbel`): one row per request, shared by all of
+    its draft positions."""
+    dtype = torch.float64 if use_fp64_gumbel else torch.float32
+    q = torch.empty(batch_size, vocab_size, dtype=dtype, device=device)  # [B, V]
     q.exponential_()
     for req_idx, generator in generators.items():
         if num_draft_tokens[req_idx] > 0:
             q[req_idx].exponential_(generator=generator)
-    # An Exp(1) draw may round to 0 in float32; clamping keeps 1 / q finite.
-    return q.clamp_(min=torch.finfo(torch.float32).tiny)
+    # An Exp(1) draw may round to 0; clamping keeps 1 / q finite.
+    return q.clamp_(min=torch.finfo(dtype).tiny)
 
 
 def sample_recovered_tokens(
     max_spec_len: int,
     num_draft_tokens: list[int],
     cu_num_draft_tokens: torch.Tensor,  # [B]
-    draft_token_ids: torch.Tensor,  # [num_draft_tokens]
+    draft_token_ids: torch.Tensor,  # [num_draft_tokens] (any shape with that many entries)
     draft_probs: torch.Tensor | None,  # [num_draft_tokens, V]
     target_probs: torch.Tensor,  # [num_draft_tokens, V]
     sampling_metadata: SamplingMetadata,
-    device: torch.device,
+    device: torch.device | str,
+    use_fp64_gumbel: bool = False,
     backend: Backend = "auto",
 ) -> torch.Tensor:
-    """[num_draft_tokens] int32: at every draft position, the token to emit if that draft is rejected."""
+    """At every draft position, the token to emit if that draft is rejected: a tensor shaped and typed like
+    `draft_token_ids`, as vLLM's."""
     q = generate_recovery_exponentials(
-        len(num_draft_tokens), target_probs.shape[-1], num_draft_tokens, sampling_metadata.generators, device
+        len(num_draft_tokens),
+        target_probs.shape[-1],
+        num_draft_tokens,
+        sampling_metadata.generators,
+        torch.device(device),
+        use_fp64_gumbel,
     )
     inv_q = q.reciprocal()  # [B, V]; both backends multiply by it, so they round alike
-    return _ops(backend, device)["recovered"](
-        cu_num_draft_tokens, draft_token_ids, draft_probs, target_probs, inv_q, max_spec_len
-    )
+    recovered = _ops(backend, torch.device(device))["recovered"](
+        cu_num_draft_tokens, draft_token_ids.reshape(-1), draft_probs, target_probs, inv_q, max_spec_len
+    )  # [num_draft_tokens]
+    return recovered.to(draft_token_ids.dtype).reshape(draft_token_ids.shape)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -514,8 +559,11 @@ def _check_backend(backend: str) -> None:
 
 
 def _ops(backend: str, device: torch.device) -> dict[str, Callable]:
-    """The four pure operations of one backend; "auto" means Triton on CUDA and PyTorch elsewhere."""
+    """The four pure operations of one backend; "auto" means Triton on CUDA and PyTorch elsewhere, or what
+    `use_backend` set."""
     _check_backend(backend)
+    if backend == "auto" and _forced_backend is not None:
+        backend = _forced_backend
     if backend == "torch" or (backend == "auto" and torch.device(device).type != "cuda"):
         return _TORCH_OPS
     # Imported only here: CPU users never need a working Triton, and tests can set TRITON_INTERPRET first.
@@ -567,5 +615,6 @@ def _check_inputs(
         raise ValueError(
             f"bonus_token_ids must have shape [{batch_size}, 1], got {tuple(bonus_token_ids.shape)}"
         )
-    if not sampling_metadata.all_greedy and sampling_metadata.temperature is None:
-        raise ValueError("sampling_metadata.temperature must be set unless all_greedy is True, got None")
+    assert sampling_metadata.all_greedy or sampling_metadata.temperature is not None, (
+        "sampling_metadata.temperature must be set unless all_greedy is True"
+    )

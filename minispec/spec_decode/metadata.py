@@ -3,7 +3,8 @@
 vLLM: vllm/v1/spec_decode/metadata.py (the dataclass) and `_calc_spec_decode_metadata` in
 vllm/v1/worker/gpu_model_runner.py (the builder, here `calc_spec_decode_metadata`). minispec simplifies: the
 caller passes the draft ids directly (vLLM gathers them from input_ids), and the index lists are built
-request by request in Python (vLLM uses numpy), then moved to `device`. An example: `SpecDecodeMetadata`.
+request by request in Python (vLLM uses numpy), then moved to `device`. An example: `SpecDecodeMetadata`. `make_dummy` is vLLM's placeholder (index tensors
+of zeros, for tests and warm-up); `from_draft_token_ids` builds real metadata for the usual layout.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class SpecDecodeMetadata:
         target_logits_indices = [0, 1, 2, 5, 6, 9]                                rows of the logits
         bonus_logits_indices  = [3, 4, 7, 8, 10]                                  rows of the logits
         cu_num_draft_tokens   = [3, 3, 5, 5, 6]
+        cu_num_sampled_tokens = [4, 5, 8, 9, 11]
     """
 
     # [num_draft_tokens] int32, all requests' drafts back to back
@@ -33,6 +35,8 @@ class SpecDecodeMetadata:
     num_draft_tokens: list[int]
     # [batch_size] int32, inclusive prefix sum of num_draft_tokens
     cu_num_draft_tokens: torch.Tensor
+    # [batch_size] int32, inclusive prefix sum of num_draft_tokens + 1 (the tokens each request may emit)
+    cu_num_sampled_tokens: torch.Tensor
     # [num_draft_tokens] int64, rows of the logits that verify each draft
     target_logits_indices: torch.Tensor
     # [batch_size] int64, rows of the logits that give each request's bonus token
@@ -54,10 +58,32 @@ class SpecDecodeMetadata:
         return [flat[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
     @classmethod
-    def make_dummy(
+    def make_dummy(cls, draft_token_ids: list[list[int]], device: torch.device | str) -> SpecDecodeMetadata:
+        """vLLM's placeholder metadata: the drafts and their counts are real, the three index tensors are
+        zeros (int32). For tests that set the indices themselves, and for warm-up; `from_draft_token_ids`
+        gives the real indices."""
+        batch_size = len(draft_token_ids)
+        num_draft_tokens = [len(ids) for ids in draft_token_ids]
+        num_tokens = sum(num_draft_tokens)
+        flat = [tok for ids in draft_token_ids for tok in ids]
+        return cls(
+            draft_token_ids=torch.tensor(flat, dtype=torch.int32, device=device),
+            num_draft_tokens=num_draft_tokens,
+            cu_num_draft_tokens=torch.tensor(np.cumsum(num_draft_tokens, dtype=np.int32), device=device),
+            cu_num_sampled_tokens=torch.tensor(
+                np.cumsum([n + 1 for n in num_draft_tokens], dtype=np.int32), device=device
+            ),
+            target_logits_indices=torch.zeros(num_tokens, dtype=torch.int32, device=device),
+            bonus_logits_indices=torch.zeros(batch_size, dtype=torch.int32, device=device),
+            logits_indices=torch.zeros(num_tokens + batch_size, dtype=torch.int32, device=device),
+        )
+
+    @classmethod
+    def from_draft_token_ids(
         cls, draft_token_ids: Sequence[Sequence[int]], device: torch.device | str = "cpu"
     ) -> SpecDecodeMetadata:
-        """Metadata for per-request draft lists, logits laid out as [drafts..., bonus] per request."""
+        """Real metadata for per-request draft lists, logits laid out as [drafts..., bonus] per request
+        (minispec's; vLLM builds it in the model runner, `calc_spec_decode_metadata` here)."""
         num_draft_tokens = [len(ids) for ids in draft_token_ids]
         # Every request is scheduled exactly its drafts + 1 tokens, so logits rows = hidden-state rows.
         cu_num_scheduled_tokens = np.cumsum(np.asarray(num_draft_tokens, dtype=np.int64) + 1)
@@ -120,6 +146,7 @@ def calc_spec_decode_metadata(
         draft_token_ids=draft_ids.to(device),
         num_draft_tokens=num_draft,
         cu_num_draft_tokens=to_device(cu_num_draft_tokens, torch.int32),
+        cu_num_sampled_tokens=to_device([c + i + 1 for i, c in enumerate(cu_num_draft_tokens)], torch.int32),
         target_logits_indices=to_device(target_logits_indices),
         bonus_logits_indices=to_device(bonus_logits_indices),
         logits_indices=to_device(logits_indices),

@@ -124,13 +124,13 @@ def sampler_stages(
     x = add("penalties", title if penalised is not None else "penalties", penalised, "no penalties")
 
     greedy = "greedy: the sampler takes the argmax of the logits above"
-    temp = None if md.all_greedy else Sampler.apply_temperature(x, md.temperature, md.all_random)
+    temp = None if md.all_greedy else Sampler.apply_temperature(x.clone(), md.temperature, md.all_random)
     x = add("temperature", f"temperature {params.temperature:g}", temp, greedy)
     min_p = None if md.min_p is None else apply_min_p(x, md.min_p)
     x = add("min_p", f"min-p {params.min_p:g}", min_p, greedy if md.all_greedy else "min_p = 0 (off)")
-    top_k = None if md.top_k is None else apply_top_k_top_p(x, md.top_k, None)
+    top_k = None if md.top_k is None else apply_top_k_top_p(x.clone(), md.top_k, None)
     x = add("top_k", f"top-k (k = {params.top_k})", top_k, greedy if md.all_greedy else "top_k = 0 (off)")
-    top_p = None if md.top_p is None else apply_top_k_top_p(x, None, md.top_p)
+    top_p = None if md.top_p is None else apply_top_k_top_p(x.clone(), None, md.top_p)
     add("top_p", f"top-p (p = {params.top_p:g})", top_p, greedy if md.all_greedy else "top_p = 1 (off)")
     return stages
 

@@ -2,7 +2,7 @@
 
 vLLM spreads this step over several files: the drafter (`vllm/v1/spec_decode/draft_model.py`), the runner
 that lays out the logits rows (`_calc_spec_decode_metadata` in `vllm/v1/worker/gpu_model_runner.py`, here
-`SpecDecodeMetadata.make_dummy`) and the verifier (`vllm/v1/sample/rejection_sampler.py`). The engine
+`SpecDecodeMetadata.from_draft_token_ids`) and the verifier (`vllm/v1/sample/rejection_sampler.py`). The engine
 (`minispec.worker.model_runner`) runs them batched over a paged KV cache; this file runs them once, for one
 prompt, with plain Hugging Face forwards, and keeps every intermediate number so a notebook can show it.
 
@@ -184,7 +184,7 @@ def speculative_step(
 
     # 2. Score: ONE target forward over prompt + drafts. Its last k + 1 rows are the logits_indices of this
     #    request: rows 0..k-1 predict the token at each draft's place, row k the bonus position.
-    metadata = SpecDecodeMetadata.make_dummy([drafts])
+    metadata = SpecDecodeMetadata.from_draft_token_ids([drafts])
     target_logits = _next_logits(target, prompt_token_ids + drafts, k + 1)  # [k + 1, V]
     target_probs = _probs(target_logits, temperature)  # [k + 1, V]
 
@@ -332,7 +332,7 @@ def rejection_sample_distribution(
     # numbers, and drafts and uniforms would be correlated.
     torch.manual_seed(seed)
     drafts = torch.multinomial(q, num_samples, replacement=True)  # [num_samples]
-    metadata = SpecDecodeMetadata.make_dummy(drafts.view(-1, 1).tolist())
+    metadata = SpecDecodeMetadata.from_draft_token_ids(drafts.view(-1, 1).tolist())
     draft_probs = q.expand(num_samples, -1).contiguous()  # [num_samples, V]
     # log p as logits: softmax at temperature 1 gives p back (zeros become -inf, probability 0).
     target_logits = p.log().expand(num_samples, -1).contiguous()  # [num_samples, V]

@@ -128,6 +128,15 @@ def test_recovered_tokens_kernel(batch_size, max_spec_len, vocab_size, block_siz
         assert not torch.any(got == c["drafts"])  # the one-hot draft token is never recovered
 
 
+@pytest.mark.parametrize("with_draft_probs", [False, True])
+def test_recovered_tokens_kernel_fp64_race(with_draft_probs):
+    """use_fp64_gumbel: inv_q in float64, so the scores (and the kernel's running max) are float64."""
+    c = make_case(7, 3, 1000, seed=11)
+    draft_probs = c["draft_probs"] if with_draft_probs else None
+    args = (c["cu"], c["drafts"], draft_probs, c["target_probs"], c["inv_q"].double(), 3)
+    assert torch.equal(K.sample_recovered_tokens(*args, block_size=128), R.sample_recovered_tokens_ref(*args))
+
+
 @pytest.mark.parametrize("batch_size", [1, 7, 64])
 def test_expand_kernel(batch_size):
     g = torch.Generator().manual_seed(batch_size)
@@ -164,7 +173,7 @@ def test_rejection_sample_backends_agree(batch_size, max_spec_len, vocab_size, k
     for n in c["num_draft"]:
         drafts_per_row.append(c["drafts"][start : start + n].tolist())
         start += n
-    md = SpecDecodeMetadata.make_dummy(drafts_per_row)
+    md = SpecDecodeMetadata.from_draft_token_ids(drafts_per_row)
     if kind == "greedy":
         sm = SamplingMetadata(temperature=None, all_greedy=True, all_random=False)
     else:

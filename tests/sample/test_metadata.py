@@ -92,3 +92,31 @@ def test_bad_rows(md):
         md.select_rows([0, 4])
     with pytest.raises(TypeError, match="rows must be a list of ints"):
         md.select_rows("01")
+
+
+def test_allowed_token_ids_and_bad_words_from_requests():
+    a = SamplingParams(allowed_token_ids=[2, 4])
+    b = SamplingParams(bad_words=["w"])
+    b._bad_words_token_ids = [[5, 6]]  # as update_from_tokenizer leaves it
+    md = SamplingMetadata.from_requests([SamplingParams(), a, b], [[1]] * 3, [[], [], [5]], {}, 8)
+    assert md.allowed_token_ids_mask.tolist()[0] == [False] * 8  # no restriction
+    assert [t for t, banned in enumerate(md.allowed_token_ids_mask.tolist()[1]) if not banned] == [2, 4]
+    assert md.bad_words_token_ids == {2: [[5, 6]]}
+    sub = md.select_rows([2, 1])
+    assert sub.bad_words_token_ids == {0: [[5, 6]]}
+    assert torch.equal(sub.allowed_token_ids_mask, md.allowed_token_ids_mask[[2, 1]])
+    with pytest.raises(ValueError, match="update_from_tokenizer"):
+        SamplingMetadata.from_requests([SamplingParams(bad_words=["w"])], [[1]], [[]], {}, 8)
+    with pytest.raises(ValueError, match="allowed_token_ids"):
+        SamplingMetadata.from_requests([SamplingParams(allowed_token_ids=[8])], [[1]], [[]], {}, 8)
+
+
+def test_sampler_applies_allowed_token_ids_and_bad_words():
+    from minispec.sample.sampler import Sampler
+
+    a = SamplingParams(temperature=0.0, allowed_token_ids=[3, 6])
+    b = SamplingParams(temperature=0.0, bad_words=["w"])
+    b._bad_words_token_ids = [[5, 7]]  # bans 7 right after 5
+    logits = torch.arange(8.0).repeat(2, 1)  # the argmax is 7 everywhere
+    md = SamplingMetadata.from_requests([a, b], [[1], [1]], [[], [5]], {}, 8)
+    assert Sampler()(logits, md).sampled_token_ids.flatten().tolist() == [6, 6]

@@ -46,7 +46,7 @@ def test_sampler_rows_recover_with_argmax_and_take_bonus():
     draft_logits[0, 2] = draft_logits[1, 4] = draft_logits[2, 1] = draft_logits[3, 3] = draft_logits[4, 5] = (
         10.0
     )
-    metadata = SpecDecodeMetadata.make_dummy([[2, 0, 1], [3, 5]])
+    metadata = SpecDecodeMetadata.from_draft_token_ids([[2, 0, 1], [3, 5]])
     logits = torch.full((7, 6), -1e4)  # rows: 3 drafts, bonus, 2 drafts, bonus
     logits[metadata.target_logits_indices] = draft_logits
     logits[3, 0] = logits[6, 4] = 1e4  # bonus tokens 0 and 4, certain at any temperature

@@ -36,18 +36,28 @@ def test_target_and_bonus_partition_the_logits_rows():
     assert md.logits_indices[md.bonus_logits_indices].tolist() == (cu_sched - 1).tolist()
 
 
-def test_make_dummy():
-    md = SpecDecodeMetadata.make_dummy([[1, 2, 3], [], [7]])
+def test_from_draft_token_ids():
+    md = SpecDecodeMetadata.from_draft_token_ids([[1, 2, 3], [], [7]])
     assert md.num_draft_tokens == [3, 0, 1]
     assert md.cu_num_draft_tokens.tolist() == [3, 3, 4]
+    assert md.cu_num_sampled_tokens.tolist() == [4, 5, 7]
     assert md.target_logits_indices.tolist() == [0, 1, 2, 5]
     assert md.bonus_logits_indices.tolist() == [3, 4, 6]
     assert md.logits_indices.tolist() == list(range(7))
     assert md.draft_token_ids.tolist() == [1, 2, 3, 7]
 
 
+def test_make_dummy_is_vllms_placeholder():
+    md = SpecDecodeMetadata.make_dummy([[1, 2, 3], [], [7]], device="cpu")
+    assert md.draft_token_ids.tolist() == [1, 2, 3, 7]
+    assert md.cu_num_draft_tokens.tolist() == [3, 3, 4]
+    assert md.cu_num_sampled_tokens.tolist() == [4, 5, 7]
+    for indices, n in ((md.target_logits_indices, 4), (md.bonus_logits_indices, 3), (md.logits_indices, 7)):
+        assert indices.dtype == torch.int32 and indices.tolist() == [0] * n
+
+
 def test_no_drafts():
-    md = SpecDecodeMetadata.make_dummy([[], []])
+    md = SpecDecodeMetadata.from_draft_token_ids([[], []])
     assert md.max_spec_len == 0
     assert md.draft_token_ids.numel() == 0
     assert md.bonus_logits_indices.tolist() == [0, 1]

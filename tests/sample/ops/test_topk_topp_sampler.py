@@ -1,11 +1,18 @@
 """apply_top_k_top_p against its formula, and random_sample's per-request generators.
 
+apply_top_k_top_p edits its input in place, as vLLM's, so the tests pass copies.
+
 The distribution of the draws (chi-square tests) is checked end to end in tests/sample/test_sampler.py.
 """
 
 import torch
 
-from minispec.sample.ops.topk_topp_sampler import apply_top_k_top_p, random_sample
+from minispec.sample.ops.topk_topp_sampler import (
+    apply_top_k_only,
+    apply_top_k_top_p,
+    apply_top_k_top_p_pytorch,
+    random_sample,
+)
 
 NEG_INF = float("-inf")
 
@@ -35,7 +42,7 @@ def test_top_k_keeps_exactly_the_k_largest():
     gen = torch.Generator().manual_seed(0)
     logits = torch.randn(6, 50, generator=gen)  # distinct values (with probability 1)
     k = torch.tensor([1, 2, 5, 17, 49, 50])
-    out = apply_top_k_top_p(logits, k, None)
+    out = apply_top_k_top_p(logits.clone(), k, None)
     for row, kept in enumerate(_kept(out)):
         expected = set(torch.topk(logits[row], int(k[row])).indices.tolist())
         assert kept == expected
@@ -46,7 +53,7 @@ def test_top_k_keeps_exactly_the_k_largest():
 
 def test_top_k_disabled_row_holds_vocab_size():
     logits = torch.randn(2, 9)
-    out = apply_top_k_top_p(logits, torch.tensor([9, 2]), None)
+    out = apply_top_k_top_p(logits.clone(), torch.tensor([9, 2]), None)
     assert torch.equal(out[0], logits[0])
     assert len(_kept(out)[1]) == 2
 
@@ -54,15 +61,15 @@ def test_top_k_disabled_row_holds_vocab_size():
 def test_top_k_ties_at_the_kth_value_are_all_kept():
     # Documented convention (vLLM's): every token >= the k-th largest logit survives.
     logits = torch.tensor([[1.0, 3.0, 3.0, 3.0, 0.0, 2.0]])
-    assert _kept(apply_top_k_top_p(logits, torch.tensor([2]), None)) == [{1, 2, 3}]
-    assert _kept(apply_top_k_top_p(logits, torch.tensor([4]), None)) == [{1, 2, 3, 5}]
+    assert _kept(apply_top_k_top_p(logits.clone(), torch.tensor([2]), None)) == [{1, 2, 3}]
+    assert _kept(apply_top_k_top_p(logits.clone(), torch.tensor([4]), None)) == [{1, 2, 3, 5}]
 
 
 def test_top_p_keeps_smallest_set_reaching_p():
     gen = torch.Generator().manual_seed(1)
     logits = torch.randn(40, 12, generator=gen) * 2
     p = torch.rand(40, generator=gen) * 0.98 + 0.01
-    out = apply_top_k_top_p(logits, None, p)
+    out = apply_top_k_top_p(logits.clone(), None, p)
     probs = logits.double().softmax(-1)
     for row, kept in enumerate(_kept(out)):
         row_probs = probs[row].tolist()
@@ -76,14 +83,16 @@ def test_top_p_keeps_smallest_set_reaching_p():
 def test_top_p_worked_example():
     probs = torch.tensor([[0.05, 0.4, 0.1, 0.3, 0.15]])
     logits = probs.log()
-    assert _kept(apply_top_k_top_p(logits, None, torch.tensor([0.5]))) == [{1, 3}]  # 0.4 < 0.5 <= 0.7
-    assert _kept(apply_top_k_top_p(logits, None, torch.tensor([0.75]))) == [{1, 3, 4}]  # 0.85 >= 0.75
-    assert _kept(apply_top_k_top_p(logits, None, torch.tensor([0.4]))) == [{1}]  # mass 0.4 reaches 0.4
+    assert _kept(apply_top_k_top_p(logits.clone(), None, torch.tensor([0.5]))) == [{1, 3}]  # 0.4 < 0.5 <= 0.7
+    assert _kept(apply_top_k_top_p(logits.clone(), None, torch.tensor([0.75]))) == [{1, 3, 4}]  # 0.85 >= 0.75
+    assert _kept(apply_top_k_top_p(logits.clone(), None, torch.tensor([0.4]))) == [
+        {1}
+    ]  # mass 0.4 reaches 0.4
 
 
 def test_top_p_never_empties_a_row_and_p_one_keeps_everything():
     logits = torch.tensor([[0.0, 5.0, 1.0, -40.0], [2.0, 2.0, 2.0, 2.0], [0.0, -30.0, -60.0, -90.0]])
-    out = apply_top_k_top_p(logits, None, torch.tensor([1e-9, 1e-9, 1.0]))
+    out = apply_top_k_top_p(logits.clone(), None, torch.tensor([1e-9, 1e-9, 1.0]))
     assert _kept(out) == [{1}, {0}, {0, 1, 2, 3}]  # ties: the lowest id ranks first, as argmax
 
 
@@ -94,11 +103,31 @@ def test_top_k_then_top_p_measures_mass_after_top_k():
     assert _kept(out) == [{0, 1}]
 
 
-def test_input_is_not_modified():
+def test_filters_in_place_as_vllm():
     logits = torch.randn(4, 10)
     before = logits.clone()
-    apply_top_k_top_p(logits, torch.tensor([2, 3, 4, 10]), torch.tensor([0.5, 0.9, 1.0, 0.2]))
-    assert torch.equal(logits, before)
+    k, p = torch.tensor([2, 3, 4, 10]), torch.tensor([0.5, 0.9, 1.0, 0.2])
+    out = apply_top_k_top_p(logits, k, p)
+    assert out is logits
+    assert torch.equal(out, apply_top_k_top_p(before.clone(), k, p))
+
+
+def test_top_k_only_without_sorting_matches_the_sort():
+    logits = torch.randn(6, 50)
+    k = torch.tensor([1, 5, 50, 7, 2, 50])
+    sorted_path = apply_top_k_top_p_pytorch(logits.clone(), k, None)
+    assert torch.equal(apply_top_k_top_p_pytorch(logits.clone(), k, None, allow_cpu_sync=True), sorted_path)
+    assert torch.equal(apply_top_k_only(logits.clone(), k), sorted_path)
+
+
+def test_fp64_race_draws_from_float64_noise():
+    probs = torch.tensor([[0.7, 0.2, 0.1], [0.05, 0.15, 0.8]])
+    torch.manual_seed(5)
+    q = torch.empty(2, 3, dtype=torch.float64).exponential_()
+    torch.manual_seed(5)
+    assert torch.equal(
+        random_sample(probs.clone(), {}, use_fp64_gumbel=True), q.reciprocal().mul(probs).argmax(-1)
+    )
 
 
 def test_random_sample_never_picks_zero_probability_tokens():

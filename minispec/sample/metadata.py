@@ -35,6 +35,10 @@ class SamplingMetadata:
     - `bad_words_token_ids`: batch row -> that request's bad words as token-id sequences (rows without bad
       words are absent).
     - `logitsprocs`: the batch's logits processors (vLLM's `LogitsProcessors`); minispec's engine loads none.
+    - `seeds` [B] int64 (-1 for a request without a seed) and `positions` [B] int64 (where each row's next token
+      goes): None unless a request is seeded. Seeded rows draw by position-keyed Gumbel-max (Model Runner V2's
+      noise, minispec/worker/gpu/sample/gumbel.py), so their tokens do not depend on the batch or schedule;
+      vLLM's MRv1 has no such fields (its seeded rows use `generators` only).
     """
 
     temperature: torch.Tensor | None  # [B] float32, None when all rows are greedy
@@ -68,6 +72,9 @@ class SamplingMetadata:
     # `spec_token_ids`): the penalties then count them as output tokens.
     spec_token_ids: list[list[int]] | None = None
 
+    seeds: torch.Tensor | None = None  # [B] int64, -1 where unseeded
+    positions: torch.Tensor | None = None  # [B] int64, the position of each row's next token
+
     @classmethod
     def from_requests(
         cls,
@@ -77,8 +84,10 @@ class SamplingMetadata:
         generators: dict[int, torch.Generator],
         vocab_size: int,
         device: torch.device | str = "cpu",
+        num_tokens: list[int] | None = None,
     ) -> "SamplingMetadata":
-        """Build the metadata of a batch whose row i is request i."""
+        """Build the metadata of a batch whose row i is request i; `num_tokens` (each request's length, the
+        position of its next token) keys the draws of seeded requests."""
         num_reqs = len(params)
         _check_batch(params, prompt_token_ids, output_token_ids, generators, vocab_size)
 
@@ -127,6 +136,10 @@ class SamplingMetadata:
         bad_words_token_ids = {
             i: p.bad_words_token_ids for i, p in enumerate(params) if p.bad_words_token_ids
         }
+        seeds = positions = None
+        if num_tokens is not None and any(p.seed is not None for p in params):
+            seeds = torch.tensor([-1 if p.seed is None else p.seed for p in params], dtype=torch.long)
+            positions = torch.tensor(num_tokens, dtype=torch.long)
 
         return cls(
             temperature=temperature,
@@ -146,6 +159,8 @@ class SamplingMetadata:
             logit_bias=logit_bias,
             allowed_token_ids_mask=allowed_token_ids_mask,
             bad_words_token_ids=bad_words_token_ids,
+            seeds=seeds,
+            positions=positions,
         )
 
     def select_rows(
@@ -212,6 +227,8 @@ class SamplingMetadata:
             },
             logitsprocs=self.logitsprocs,
             spec_token_ids=None if self.spec_token_ids is None else [self.spec_token_ids[r] for r in rows],
+            seeds=pick(self.seeds),
+            positions=pick(self.positions),
         )
 
     @property

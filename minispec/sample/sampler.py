@@ -18,6 +18,7 @@ from minispec.sample.ops.logprobs import batched_count_greater_than
 from minispec.sample.ops.penalties import apply_all_penalties
 from minispec.sample.ops.topk_topp_sampler import LogprobsMode, TopKTopPSampler, apply_top_k_top_p
 from minispec.sampling_params import _SAMPLING_EPS
+from minispec.worker.gpu.sample.gumbel import sample_seeded
 
 
 @dataclass
@@ -187,6 +188,8 @@ class Sampler(nn.Module):
         for processor in md.logitsprocs.argmax_invariant:
             logits = processor.apply(logits)
         random_sampled, processed_logprobs = self.topk_topp_sampler(logits, md.generators, md.top_k, md.top_p)
+        if md.seeds is not None:  # minispec: seeded rows draw with position-keyed noise (metadata.py)
+            random_sampled = sample_seeded(logits, random_sampled, md.seeds, md.positions)
         if greedy_sampled is None:
             return random_sampled, processed_logprobs
         return torch.where(md.temperature < _SAMPLING_EPS, greedy_sampled, random_sampled), processed_logprobs

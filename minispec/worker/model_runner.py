@@ -157,7 +157,7 @@ class ModelRunner(TreeVerificationMixin):
             raise ValueError(f"speculative_config method={spec.method!r} has no proposer")
         if spec.quantization is not None:  # as vLLM's loader: the draft's weights quantized once loaded
             quantize_linear_layers(self._drafter_network())
-        self.rejection_sampler = RejectionSampler(self.sampler)
+        self.rejection_sampler = RejectionSampler(self.sampler, spec, self.device)
         if spec.acceptance_method == "typical_acceptance_sampler":
             self.typical_acceptance_sampler = TypicalAcceptanceSampler(
                 spec.posterior_threshold, spec.posterior_alpha, self.sampler
@@ -221,6 +221,7 @@ class ModelRunner(TreeVerificationMixin):
             {i: r.generator for i, r in enumerate(reqs) if r.generator is not None},
             self.vocab_size,
             self.device,
+            num_tokens=[r.num_tokens for r in reqs],  # where each request's next token goes (seeded draws)
         )
 
     # ---- one step -----------------------------------------------------------------------------------

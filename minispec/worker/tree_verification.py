@@ -27,6 +27,7 @@ from minispec.sample.sampler import Sampler
 from minispec.sample.tree_sampler import sample_tree_path
 from minispec.sampling_params import _SAMPLING_EPS
 from minispec.trees.spec_tree import SpecTree, compact_kv_cache, greedy_tree_walk, walk_tree
+from minispec.worker.gpu.sample.gumbel import keyed_draw
 
 
 @dataclass
@@ -92,7 +93,10 @@ class TreeVerificationMixin:
         else:
             node_logits_all = Sampler.process_logits(logits, _node_metadata(md, trees, drafts))
         greedy = _greedy_rows(sampling_metadata, len(reqs))
-        greedy_best, greedy_next = _greedy_walks(trees, drafts, node_logits_all.argmax(dim=-1))
+        choice = node_logits_all.argmax(dim=-1)  # [sum(n_j + 1)]
+        if md.seeds is not None and self.typical_acceptance_sampler is None:
+            choice, greedy = _keyed_choices(choice, node_logits_all, md, reqs, trees, greedy)
+        greedy_best, greedy_next = _greedy_walks(trees, drafts, choice)
         token_ids, last_index, paths, logprobs, src, dst = [], [], [], [], [], []
         offset = 0
         for j, (r, d, tree) in enumerate(zip(reqs, drafts, trees)):
@@ -167,6 +171,24 @@ def _greedy_rows(md: SamplingMetadata, num_rows: int) -> list[bool]:
     if md.all_greedy:
         return [True] * num_rows
     return (md.temperature < _SAMPLING_EPS).tolist()
+
+
+def _keyed_choices(choice, node_logits, md: SamplingMetadata, reqs, trees, greedy: list[bool]):
+    """Seeded random rows: each node's position-keyed draw (minispec/worker/gpu/sample/gumbel.py) replaces its
+    argmax and the row is walked as a greedy one, which accepts the child whose token is the draw. That is
+    sibling-by-sibling rejection of one-hot drafts against a one-hot target: the output is the target's own
+    draw at every position, as plain decoding of the seeded request gives."""
+    seeds, positions, greedy = [], [], list(greedy)
+    for j, (r, tree) in enumerate(zip(reqs, trees)):
+        keyed = int(md.seeds[j]) >= 0 and not greedy[j]
+        seeds += [int(md.seeds[j]) if keyed else -1] * len(tree.parents)
+        positions += [r.num_tokens + depth for depth in tree.depths]  # the node's token goes at n + depth
+        greedy[j] = greedy[j] or keyed
+    seeds, positions = torch.tensor(seeds), torch.tensor(positions)  # [sum(n_j + 1)] each
+    rows = (seeds >= 0).nonzero()[:, 0]
+    choice = choice.clone()
+    choice[rows] = keyed_draw(node_logits[rows], seeds[rows], positions[rows]).to(choice.dtype)
+    return choice, greedy
 
 
 def _greedy_walks(trees: list[SpecTree], drafts: list[list[int]], node_argmax: torch.Tensor):

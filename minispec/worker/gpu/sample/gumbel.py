@@ -83,3 +83,47 @@ def gumbel_sample(
     scaled = logits.to(torch.float32) / torch.where(t == 0, 1.0, t)[:, None]
     noisy = scaled + gumbel_noise(seed, pos, logits.shape[-1]).to(logits.device)
     return torch.where(t == 0, scaled.argmax(dim=-1), noisy.argmax(dim=-1))
+
+
+# ---- seeded requests in minispec's engine (sample/sampler.py, sample/rejection_sampler.py, tree verification) --
+# A row is keyed when its request has a seed (`seeds >= 0`); `positions` holds the position of the token the row
+# produces. Drawing that token by Gumbel-max with (seed, position) noise makes it a function of the request's
+# context alone: the batch, a preemption and the drafts cannot change it.
+
+
+def keyed_draw(logits: torch.Tensor, seeds: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """[num_rows] Gumbel-max draws from softmax(logits), one per row (logits already divided by T, masked)."""
+    return gumbel_sample(logits, torch.ones(logits.shape[0]), seeds.cpu(), positions.cpu()).to(logits.device)
+
+
+def sample_seeded(
+    logits: torch.Tensor,  # [B, V] processed: divided by the temperature, top-k / top-p / min-p masked
+    sampled: torch.Tensor,  # [B] the tokens drawn otherwise
+    seeds: torch.Tensor,  # [B] int64, -1 for a request without a seed
+    positions: torch.Tensor,  # [B] int64
+) -> torch.Tensor:
+    """`sampled` with each keyed row's token replaced by its Gumbel-max draw."""
+    rows = (seeds >= 0).nonzero()[:, 0]  # [R]
+    if rows.numel() == 0:
+        return sampled
+    out = sampled.clone()
+    out[rows] = keyed_draw(logits[rows], seeds[rows], positions[rows]).to(out.dtype)
+    return out
+
+
+def seeded_one_hot(
+    probs: torch.Tensor,  # [N, V] the target's processed distribution at N positions
+    seeds: torch.Tensor,  # [N] int64, -1 where unkeyed
+    positions: torch.Tensor,  # [N] int64
+) -> torch.Tensor:
+    """`probs` with each keyed row made one-hot at its Gumbel-max draw. Rejection sampling against a one-hot
+    target accepts a draft iff it is that token and otherwise emits the token: the target's own draw, so the
+    output is the one plain decoding would give, with any drafts (one-hot or sampled)."""
+    rows = (seeds >= 0).nonzero()[:, 0]  # [R]
+    if rows.numel() == 0:
+        return probs
+    tokens = keyed_draw(probs[rows].log(), seeds[rows], positions[rows])  # [R]
+    out = probs.clone()
+    out[rows] = 0.0
+    out[rows, tokens] = 1.0
+    return out

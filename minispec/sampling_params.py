@@ -130,7 +130,8 @@ class SamplingParams:
         check_real("min_p", lambda v: 0 <= v <= 1, "in [0, 1]")
         check_real("presence_penalty", lambda v: -2 <= v <= 2, "in [-2, 2]")
         check_real("frequency_penalty", lambda v: -2 <= v <= 2, "in [-2, 2]")
-        check_real("repetition_penalty", lambda v: v > 0, "a finite float > 0")
+        # vLLM allows any value > 0; a tiny one divides positive logits to inf and the distribution to NaN
+        check_real("repetition_penalty", lambda v: 1e-3 <= v <= 1e3, "in [0.001, 1000] (1 means off)")
         check_int("top_k", lambda v: v >= -1, "an int: -1 or 0 (disabled) or >= 1")
         low, high = SEED_RANGE
         check_int(

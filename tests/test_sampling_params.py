@@ -31,6 +31,8 @@ BAD_VALUES = [
     ("repetition_penalty", 0.0, ValueError),
     ("repetition_penalty", -1.0, ValueError),
     ("repetition_penalty", math.nan, ValueError),
+    ("repetition_penalty", 1e-300, ValueError),  # would divide logits to inf: NaN probabilities
+    ("repetition_penalty", 1e300, ValueError),
     ("seed", 1.5, TypeError),
     ("seed", "42", TypeError),
     ("seed", 2**64, ValueError),

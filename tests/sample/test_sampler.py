@@ -299,3 +299,27 @@ def test_process_logits_is_what_the_sampler_draws_from():
     assert torch.equal(processed.isinf(), expected.isinf())
     assert torch.allclose(processed.softmax(-1), expected.softmax(-1), atol=1e-6)
     assert torch.equal(logits, torch.randn(3, 10, generator=torch.Generator().manual_seed(3)))  # untouched
+
+
+@pytest.mark.parametrize("repetition_penalty", [1e-3, 1e3])
+@pytest.mark.parametrize("temperature", [1e-5 * 1.01, 1.0, 1e6])
+def test_extreme_accepted_values_keep_probabilities_finite(repetition_penalty, temperature):
+    """The bounds of SamplingParams are chosen so that no accepted value gives NaN or inf probabilities."""
+    params = SamplingParams(
+        temperature=temperature,
+        repetition_penalty=repetition_penalty,
+        frequency_penalty=2.0,
+        presence_penalty=-2.0,
+        logit_bias={3: 100.0, 4: -100.0},
+        seed=1,
+    )
+    logits = torch.randn(1, 64, generator=torch.Generator().manual_seed(0)) * 30  # [1, V]
+    generators = {0: make_generator(1)}
+    md = SamplingMetadata.from_requests(
+        [params], [[1, 2, 3]], [[3, 3, 5] * 20], generators, 64, num_tokens=[63]
+    )
+    processed = Sampler.process_logits(logits, md)
+    probs = processed.softmax(dim=-1)
+    assert torch.isfinite(probs).all() and abs(float(probs.sum()) - 1) < 1e-5
+    token = Sampler()(logits, md).sampled_token_ids
+    assert 0 <= int(token) < 64

@@ -101,7 +101,19 @@ $(PEER_STAMP): peer/requirements.txt
 	$(PEER_PY) peer/vllm_job.py --check
 	touch $(PEER_STAMP)
 
-peer: $(PEER_STAMP)
+# Suffix decoding (issue #54): vLLM runs method "suffix" only with Arctic Inference, whose suffix tree
+# peer/build_arctic.py builds into .venv-vllm from peer/requirements-arctic.txt's sdist (cmake and a C++20
+# compiler needed). A failed build warns and leaves .venv-vllm as it was: tests/peer then skip method suffix.
+ARCTIC_STAMP := $(VLLM_VENV)/.arctic-installed
+ARCTIC_DOWNLOAD := $(PEER_PIP) download -q --no-deps --no-binary arctic-inference -d $(PEER_WHEELS)
+
+$(ARCTIC_STAMP): $(PEER_STAMP) peer/requirements-arctic.txt peer/build_arctic.py
+	{ $(ARCTIC_DOWNLOAD) --no-index --find-links $(PEER_WHEELS) -r peer/requirements-arctic.txt 2>/dev/null || \
+	  $(ARCTIC_DOWNLOAD) $(PEER_PIP_ARGS) -r peer/requirements-arctic.txt; } && \
+	$(PEER_PY) peer/build_arctic.py $(PEER_WHEELS) && $(PEER_PY) peer/build_arctic.py --check && touch $@ || \
+	echo "make peer: Arctic Inference's suffix tree did not build; tests/peer skip method suffix"
+
+peer: $(PEER_STAMP) $(ARCTIC_STAMP)
 
 clean-peer:
 	rm -rf $(VLLM_VENV)

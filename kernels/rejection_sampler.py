@@ -4,8 +4,9 @@ vllm/v1/sample/rejection_sampler.py.
 Each launcher below takes the same arguments and returns the same result as its PyTorch reference in
 minispec/sample/rejection_sampler.py (`*_ref`); tests/kernels/ holds them equal under TRITON_INTERPRET=1.
 
-Unlike vLLM, "is every row greedy" and "no draft probs" are compile-time flags with a dummy pointer instead
-of None pointers: the same code then runs in the interpreter and compiled. This module imports triton at
+Unlike vLLM, "is every row greedy", "no draft probs" and synthetic mode (`rejection_sample_method=
+"synthetic"`, as vLLM's SYNTHETIC_MODE) are compile-time flags with a dummy pointer instead of None pointers:
+the same code then runs in the interpreter and compiled. This module imports triton at
 the top; minispec/sample/rejection_sampler.py imports it only when the Triton backend is chosen.
 """
 
@@ -40,7 +41,10 @@ def rejection_greedy_sample_kernel(
     bonus_token_ids_ptr,  # [B]
     is_greedy_ptr,  # [B] bool (ignored when ALL_GREEDY)
     max_spec_len,
+    uniform_probs_ptr,  # [num_tokens] float64 (read only when SYNTHETIC_MODE)
+    synthetic_conditional_rates_ptr,  # [num_speculative_tokens] float32 (read only when SYNTHETIC_MODE)
     ALL_GREEDY: tl.constexpr,
+    SYNTHETIC_MODE: tl.constexpr,
 ):
     req_idx = tl.program_id(0)
     if not ALL_GREEDY:
@@ -53,8 +57,16 @@ def rejection_greedy_sample_kernel(
         if not rejected:
             draft_id = tl.load(draft_token_ids_ptr + start + pos).to(tl.int32)
             target_id = tl.load(target_argmax_ptr + start + pos).to(tl.int32)
-            tl.store(out_row + pos, target_id)  # equal to the draft when accepted
-            rejected = draft_id != target_id
+            # synthetic (vLLM's): u < rate[pos], a placeholder rejected, the target argmax on rejection
+            if SYNTHETIC_MODE:
+                uniform = tl.load(uniform_probs_ptr + start + pos)
+                rate = tl.load(synthetic_conditional_rates_ptr + pos).to(tl.float64)
+                accepted = (uniform < rate) & (draft_id >= 0)
+                tl.store(out_row + pos, tl.where(accepted, draft_id, target_id))
+                rejected = not accepted
+            else:
+                tl.store(out_row + pos, target_id)  # equal to the draft when accepted
+                rejected = draft_id != target_id
     if not rejected:
         tl.store(out_row + num_draft, tl.load(bonus_token_ids_ptr + req_idx).to(tl.int32))
 
@@ -73,7 +85,9 @@ def rejection_random_sample_kernel(
     is_greedy_ptr,  # [B] bool
     max_spec_len,
     vocab_size,
+    synthetic_conditional_rates_ptr,  # [num_speculative_tokens] float32 (read only when SYNTHETIC_MODE)
     NO_DRAFT_PROBS: tl.constexpr,
+    SYNTHETIC_MODE: tl.constexpr,
 ):
     req_idx = tl.program_id(0)
     if tl.load(is_greedy_ptr + req_idx) != 0:
@@ -88,7 +102,9 @@ def rejection_random_sample_kernel(
             uniform = tl.load(uniform_probs_ptr + token_idx)
             safe_id = tl.maximum(draft_id, 0).to(tl.int64)
             target_prob = tl.load(target_probs_ptr + token_idx * vocab_size + safe_id).to(tl.float32)
-            if NO_DRAFT_PROBS:
+            if SYNTHETIC_MODE:  # vLLM's: u < rate[pos], whatever the tokens
+                accepted = uniform < tl.load(synthetic_conditional_rates_ptr + pos).to(tl.float64)
+            elif NO_DRAFT_PROBS:
                 accepted = target_prob >= uniform  # one-hot draft: p_draft(x) = 1
             else:
                 draft_prob = tl.load(draft_probs_ptr + token_idx * vocab_size + safe_id).to(tl.float32)
@@ -184,10 +200,13 @@ def rejection_greedy_sample(
     bonus_token_ids: torch.Tensor,
     is_greedy: torch.Tensor | None,
     max_spec_len: int,
+    uniform_probs: torch.Tensor | None = None,
+    synthetic_conditional_rates: torch.Tensor | None = None,
 ) -> torch.Tensor:
     batch_size = output_token_ids.shape[0]
     if batch_size:
         all_greedy = is_greedy is None
+        synthetic = synthetic_conditional_rates is not None
         rejection_greedy_sample_kernel[(batch_size,)](
             output_token_ids,
             cu_num_draft_tokens,
@@ -196,7 +215,10 @@ def rejection_greedy_sample(
             bonus_token_ids.contiguous(),
             cu_num_draft_tokens if all_greedy else is_greedy,  # dummy pointer when unused
             max_spec_len,
+            uniform_probs if synthetic else cu_num_draft_tokens,
+            synthetic_conditional_rates if synthetic else cu_num_draft_tokens,
             ALL_GREEDY=all_greedy,
+            SYNTHETIC_MODE=synthetic,
         )
     return output_token_ids
 
@@ -212,10 +234,12 @@ def rejection_random_sample(
     uniform_probs: torch.Tensor,
     is_greedy: torch.Tensor,
     max_spec_len: int,
+    synthetic_conditional_rates: torch.Tensor | None = None,
 ) -> torch.Tensor:
     batch_size = output_token_ids.shape[0]
     if batch_size:
         no_draft_probs = draft_probs is None
+        synthetic = synthetic_conditional_rates is not None
         rejection_random_sample_kernel[(batch_size,)](
             output_token_ids,
             cu_num_draft_tokens,
@@ -228,7 +252,9 @@ def rejection_random_sample(
             is_greedy,
             max_spec_len,
             target_probs.shape[-1],
+            synthetic_conditional_rates if synthetic else uniform_probs,  # dummy pointer when unused
             NO_DRAFT_PROBS=no_draft_probs,
+            SYNTHETIC_MODE=synthetic,
         )
     return output_token_ids
 

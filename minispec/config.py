@@ -16,11 +16,13 @@ from typing import Any
 
 from minispec.utils import SEED_RANGE, check_int, check_path, check_real, is_int, is_real, type_error
 
-SPEC_METHODS = ("ngram", "draft_model", "medusa", "eagle", "eagle3")
+SPEC_METHODS = ("ngram", "suffix", "draft_model", "medusa", "eagle", "eagle3")
+MODEL_FREE_METHODS = ("ngram", "suffix")  # draft from the tokens alone: no model, nothing to compile
 FUTURE_SPEC_METHODS: tuple[str, ...] = ()
 TREE_METHODS = ("medusa", "eagle", "eagle3")
 ACCEPTANCE_METHODS = ("rejection_sampler", "typical_acceptance_sampler")
 DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")  # vLLM v0.32.0's DraftSampleMethod
+REJECTION_SAMPLE_METHODS = ("standard", "synthetic", "block")  # vLLM v0.32.0's RejectionSampleMethod
 QUANTIZATION_METHODS = (
     "int8_per_channel_weight_only",
 )  # speculative_config "quantization" values minispec takes
@@ -213,10 +215,32 @@ class SpeculativeConfig:
     # v0.32.0 applies that shorthand to MoE experts only): int8 weights with one scale per output row, made when
     # the engine loads (minispec/model_executor/layers/quantization/int8.py)
     quantization: str | None = None
+    # vLLM's: how drafts are verified. "standard" is token-by-token rejection sampling; "synthetic" accepts
+    # draft j with a configured probability, whatever the tokens (benchmarking at a chosen acceptance; needs
+    # exactly one of the two keys below); "block" is block verification (Sun et al. 2024), lossless and
+    # accepting at least as many tokens in expectation (vLLM v0.32.0 runs it only in Model Runner V2)
+    rejection_sample_method: str = "standard"
+    # per-position unconditional rates: entry j is P(drafts 0..j all accepted); length num_speculative_tokens,
+    # each in [0, 1], non-increasing
+    synthetic_acceptance_rates: list[float] | None = None
+    # mean acceptance length in [1, num_speculative_tokens + 1], resolved to rates (minimum-variance schedule)
+    synthetic_acceptance_length: float | None = None
+    # suffix decoding (method "suffix"), vLLM's keys and defaults: the depth of the prompt and global suffix
+    # trees (it bounds match + draft length; num_speculative_tokens defaults to it), how many requests' outputs
+    # the global tree keeps (FIFO eviction; 0: prompt trees only), at most max_spec_factor * match length drafts,
+    # and only drafts whose estimated probability (counts along the tree) is >= min_token_prob
+    suffix_decoding_max_tree_depth: int = 24
+    suffix_decoding_max_cached_requests: int = 10000
+    suffix_decoding_max_spec_factor: float = 1.0
+    suffix_decoding_min_token_prob: float = 0.1
+    # dynamic speculation, vLLM's key: inclusive batch-size ranges and the tokens to draft in each, e.g.
+    # [(1, 4, 5), (5, 16, 2), (17, 256, 0)]; checked where the scheduler builds its lookup (spec_decode/dynamic/)
+    num_speculative_tokens_per_batch_size: list | None = None
 
     def __post_init__(self) -> None:
         self._check_method_and_model()
         self._check_ngram()
+        self._check_suffix()
         self._check_acceptance()
         self.disable_by_batch_size = check_int(
             "disable_by_batch_size", self.disable_by_batch_size, 2, optional=True
@@ -256,6 +280,90 @@ class SpeculativeConfig:
                     else ""
                 )
             )
+        self._check_rejection_sample_method()
+        if self.num_speculative_tokens_per_batch_size is not None and (
+            self.tree_paths is not None or self.dynamic_tree is not None
+        ):
+            raise ValueError(
+                "num_speculative_tokens_per_batch_size applies to chains (num_speculative_tokens drafts per step); "
+                "a token tree's size is fixed by its shape: leave one of them out"
+            )
+
+    def _check_rejection_sample_method(self) -> None:
+        """vLLM's rules (SpeculativeConfig.__post_init__): synthetic resolves its rates, the synthetic keys
+        apply only to synthetic; minispec also refuses a non-standard method where verification is not the
+        chain rejection sampler (token trees, typical acceptance)."""
+        value = self.rejection_sample_method
+        if not isinstance(value, str) or value not in REJECTION_SAMPLE_METHODS:
+            error = ValueError if isinstance(value, str) else TypeError
+            raise error(
+                f"rejection_sample_method={value!r} is unknown; choose one of {list(REJECTION_SAMPLE_METHODS)}"
+            )
+        if value == "synthetic":
+            self.synthetic_acceptance_rates = self._resolve_synthetic_acceptance_rates(
+                self.num_speculative_tokens, self.synthetic_acceptance_rates, self.synthetic_acceptance_length
+            )
+            self.synthetic_acceptance_length = None
+        elif self.synthetic_acceptance_rates is not None or self.synthetic_acceptance_length is not None:
+            raise ValueError(
+                "synthetic_acceptance_rates / synthetic_acceptance_length are only valid with "
+                f"rejection_sample_method='synthetic'; got rejection_sample_method={value!r}"
+            )
+        reasons = {
+            "a token tree is verified by its own tree walk": self.tree_paths is not None
+            or self.dynamic_tree is not None,
+            "typical acceptance replaces rejection sampling": self.acceptance_method
+            == "typical_acceptance_sampler",
+        }
+        reason = next((r for r, applies in reasons.items() if applies), None)
+        if value != "standard" and reason is not None:
+            raise ValueError(
+                f"rejection_sample_method={value!r} applies to chain rejection sampling only: {reason}; "
+                "leave rejection_sample_method out (standard)"
+            )
+
+    @staticmethod
+    def _acceptance_length_to_rates(length: float, n: int) -> list[float]:
+        """vLLM's: a mean acceptance length to unconditional per-position rates, the minimum-variance
+        schedule (2.6 with n = 3 -> [1.0, 0.6, 0.0])."""
+        num_drafts = length - 1  # expected number of accepted drafts
+        num_full = int(num_drafts)
+        return ([1.0] * num_full + [num_drafts - num_full] + [0.0] * (n - num_full - 1))[:n]
+
+    @staticmethod
+    def _resolve_synthetic_acceptance_rates(
+        n: int, rates: list[float] | None, length: float | None
+    ) -> list[float]:
+        """vLLM's: per-position unconditional rates from exactly one of `rates` or `length`, checked for
+        length, range and monotonicity."""
+        if (rates is None) == (length is None):
+            raise ValueError(
+                "rejection_sample_method='synthetic' requires exactly one of synthetic_acceptance_rates or "
+                f"synthetic_acceptance_length; got rates={rates!r}, length={length!r}"
+            )
+        if rates is not None:
+            if isinstance(rates, (str, bytes)) or not hasattr(rates, "__len__"):
+                raise type_error("synthetic_acceptance_rates", rates, f"a list of {n} floats in [0, 1]")
+            rates = [
+                check_real(f"synthetic_acceptance_rates[{i}]", r, lambda v: True, "a float in [0, 1]")
+                for i, r in enumerate(rates)
+            ]
+            if len(rates) != n:
+                raise ValueError(
+                    f"synthetic_acceptance_rates must have length num_speculative_tokens={n}, got {rates}"
+                )
+            if not all(0.0 <= r <= 1.0 for r in rates):
+                raise ValueError(f"synthetic_acceptance_rates entries must be in [0, 1], got {rates}")
+            if any(rates[i] > rates[i - 1] for i in range(1, n)):
+                raise ValueError(
+                    f"synthetic_acceptance_rates must be non-increasing (entry j is P(drafts 0..j all "
+                    f"accepted)), got {rates}"
+                )
+            return [float(r) for r in rates]
+        length = check_real("synthetic_acceptance_length", length, lambda v: True, f"a float in [1, {n + 1}]")
+        if not 1.0 <= length <= float(n + 1):
+            raise ValueError(f"synthetic_acceptance_length must be in [1, {n + 1}], got {length}")
+        return SpeculativeConfig._acceptance_length_to_rates(length, n)
 
     def _check_quantization(self) -> None:
         if self.quantization is not None:
@@ -267,10 +375,11 @@ class SpeculativeConfig:
                     f"speculative_config quantization={self.quantization!r}; allowed: {allowed}. vLLM's other "
                     "methods read quantized checkpoints or need GPU kernels"
                 )
-        if self.quantization is not None and self.method == "ngram":
+        if self.quantization is not None and self.method in MODEL_FREE_METHODS:
             raise ValueError(
                 f"speculative_config quantization={self.quantization!r} quantizes a drafter's network; "
-                f"method='ngram' has none (a model-based method: {sorted(set(SPEC_METHODS) - {'ngram'})})"
+                f"method={self.method!r} has none (a model-based method: "
+                f"{sorted(set(SPEC_METHODS) - set(MODEL_FREE_METHODS))})"
             )
 
     def _check_method_and_model(self) -> None:
@@ -291,9 +400,10 @@ class SpeculativeConfig:
         }
         if self.method in needs and self.model is None:
             raise ValueError(f"method={self.method!r} needs model=<{needs[self.method]}>")
-        if self.method == "ngram" and self.model is not None:
+        if self.method in MODEL_FREE_METHODS and self.model is not None:
+            source = "the prompt" if self.method == "ngram" else "the prompt and earlier outputs"
             raise ValueError(
-                f"method='ngram' drafts from the prompt and takes no model; got model={self.model!r}"
+                f"method={self.method!r} drafts from {source} and takes no model; got model={self.model!r}"
             )
 
     def _check_ngram(self) -> None:
@@ -315,6 +425,31 @@ class SpeculativeConfig:
         if low > high:
             raise ValueError(f"prompt_lookup_min={low} must be <= prompt_lookup_max={high}")
         self.prompt_lookup_min, self.prompt_lookup_max = low, high
+
+    def _check_suffix(self) -> None:
+        """vLLM's `_validate_suffix_decoding` (bounds and messages; no Arctic Inference to require): the four
+        keys checked, num_speculative_tokens defaulting to the tree depth. Other methods take the defaults."""
+        names = [f"suffix_decoding_{k}" for k in ("max_tree_depth", "max_cached_requests")]
+        names += [f"suffix_decoding_{k}" for k in ("max_spec_factor", "min_token_prob")]
+        if self.method != "suffix":
+            fields = type(self).__dataclass_fields__
+            given = [f"{n}={getattr(self, n)!r}" for n in names if getattr(self, n) != fields[n].default]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} apply to method='suffix' only; got method={self.method!r}"
+                )
+            return
+        depth, cached, factor, prob = names
+        self.suffix_decoding_max_tree_depth = check_int(depth, getattr(self, depth), 1)
+        self.suffix_decoding_max_cached_requests = check_int(cached, getattr(self, cached), 0)
+        self.suffix_decoding_max_spec_factor = check_real(
+            factor, getattr(self, factor), lambda v: v >= 0, "a real >= 0"
+        )
+        self.suffix_decoding_min_token_prob = check_real(
+            prob, getattr(self, prob), lambda v: 0 <= v <= 1, "a real in [0, 1]"
+        )
+        if self.num_speculative_tokens is None:  # suffix decoding drafts a dynamic number, this many at most
+            self.num_speculative_tokens = self.suffix_decoding_max_tree_depth
 
     def _check_acceptance(self) -> None:
         if not isinstance(self.acceptance_method, str) or self.acceptance_method not in ACCEPTANCE_METHODS:
@@ -338,7 +473,7 @@ class SpeculativeConfig:
                 f"draft_sample_method={value!r} is unknown; choose one of {list(DRAFT_SAMPLE_METHODS)}"
             )
         reasons = {
-            f"method={self.method!r} drafts deterministically": self.method in ("ngram", "medusa"),
+            f"method={self.method!r} drafts deterministically": self.method in ("ngram", "suffix", "medusa"),
             "a token tree takes the drafter's top-k": self.tree_paths is not None
             or self.dynamic_tree is not None,
             "typical acceptance reads no draft probabilities": self.acceptance_method
@@ -412,8 +547,8 @@ class SpeculativeConfig:
         return enforce_eager if self.enforce_eager is None else self.enforce_eager
 
     def compiles_drafter(self, enforce_eager: bool) -> bool:
-        """Whether an engine built with `enforce_eager` compiles a drafter network (n-gram lookup has none)."""
-        return self.method != "ngram" and not self.drafter_eager(enforce_eager)
+        """Whether an engine built with `enforce_eager` compiles a drafter network (n-gram and suffix lookups have none)."""
+        return self.method not in MODEL_FREE_METHODS and not self.drafter_eager(enforce_eager)
 
     @classmethod
     def from_dict(cls, spec: SpeculativeConfig | dict[str, Any] | None) -> SpeculativeConfig | None:

@@ -131,6 +131,65 @@ def cases(heads: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
                 "rejection_sample_method": "standard",
             },
         ),
+        (
+            "rejection_sample_method block",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 4,
+                "prompt_lookup_max": 4,
+                "rejection_sample_method": "block",
+            },
+        ),
+        (
+            "synthetic, rates",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 3,
+                "prompt_lookup_max": 4,
+                "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_rates": [0.9, 0.5, 0.2],
+            },
+        ),
+        (
+            "synthetic, rates increasing",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 3,
+                "prompt_lookup_max": 4,
+                "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_rates": [0.5, 0.6, 0.2],
+            },
+        ),
+        (
+            "synthetic, rates and length",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 3,
+                "prompt_lookup_max": 4,
+                "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_rates": [0.9, 0.5, 0.2],
+                "synthetic_acceptance_length": 2.0,
+            },
+        ),
+        (
+            "synthetic, length 5 with k = 3",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 3,
+                "prompt_lookup_max": 4,
+                "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_length": 5.0,
+            },
+        ),
+        (
+            "standard with a synthetic length",
+            {
+                "method": "ngram",
+                "num_speculative_tokens": 3,
+                "prompt_lookup_max": 4,
+                "synthetic_acceptance_length": 2.0,
+            },
+        ),
     ]
 
 

@@ -43,7 +43,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 PEER_SCRIPT = REPO / "peer" / "vllm_job.py"
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
-CONFIG_NAMES = ("plain", "ngram", "draft_model", "eagle", "eagle3", "medusa")
+CONFIG_NAMES = ("plain", "ngram", "suffix", "draft_model", "eagle", "eagle3", "medusa")
 NUM_SPECULATIVE_TOKENS = 4
 COUNTER_KEYS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
 COUNTER_NAMES = tuple(f"vllm:spec_decode_{key}" for key in COUNTER_KEYS)  # vLLM's Prometheus names
@@ -81,7 +81,7 @@ def speculative_config(name: str, heads: dict[str, str] | None = None) -> dict[s
     spec: dict[str, Any] = {"method": name, "num_speculative_tokens": NUM_SPECULATIVE_TOKENS}
     if name == "ngram":
         spec.update(prompt_lookup_min=2, prompt_lookup_max=4)
-    else:
+    elif name != "suffix":  # suffix: v0.32.0's defaults (tree depth 24, factor 1.0, min prob 0.1)
         head = {"draft_model": "draft"}.get(name, name)
         spec["model"] = str((heads or {}).get(name) or zoo.path(head))
     return spec
@@ -129,6 +129,16 @@ def vllm_python() -> Path:
     if not PEER_SCRIPT.is_file():
         raise PeerMissing(f"{PEER_SCRIPT} is missing: the peer needs a source checkout of minispec")
     return python
+
+
+def peer_has_arctic() -> bool:
+    """Whether the vLLM environment can run method "suffix": Arctic Inference's suffix tree is importable
+    there (`make peer` builds it with peer/build_arctic.py)."""
+    probe = "import importlib.util as u; print(u.find_spec('arctic_inference.suffix_decoding') is not None)"
+    out = subprocess.run(
+        [str(vllm_python()), "-c", probe], capture_output=True, text=True, env=vllm_env(1), check=False
+    )
+    return out.stdout.strip() == "True"
 
 
 def vllm_env(threads: int) -> dict[str, str]:

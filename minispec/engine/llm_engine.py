@@ -146,7 +146,7 @@ class LLMEngine:
             self.model, num_blocks, self.cache_config.block_size, self.device, f"num_kv_blocks={num_blocks}"
         )  # checks the memory first
         self.kv_cache_manager = KVCacheManager(num_blocks, self.cache_config.block_size)
-        self.scheduler = Scheduler(self.scheduler_config, self.kv_cache_manager)
+        self.scheduler = Scheduler(self.scheduler_config, self.kv_cache_manager, speculative_config)
         self.input_processor = InputProcessor(
             arch.vocab_size,
             max_model_len,

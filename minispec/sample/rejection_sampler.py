@@ -4,7 +4,9 @@ vLLM: vllm/v1/sample/rejection_sampler.py. The Triton kernels live in kernels/re
 as `minispec.kernels.rejection_sampler`); this file holds the PyTorch reference with the same semantics and
 picks one of the two per call ("auto": Triton on CUDA, PyTorch elsewhere; `use_backend` forces one). The
 rules: `RejectionSampler`. vLLM v0.32.0 refuses min-p and logit bias under speculation; minispec applies them
-exactly. It leaves out vLLM's synthetic acceptance mode (`rejection_sample_method="synthetic"`).
+exactly. `rejection_sample_method="synthetic"` is vLLM's MRv1 synthetic mode (configured per-position rates
+decide acceptance); "block" hands random rows to block verification, which vLLM v0.32.0 has only in Model
+Runner V2 (minispec/worker/gpu/spec_decode/rejection_sampler.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from minispec.sample.ops.builtin import apply_min_p
 from minispec.sample.ops.topk_topp_sampler import apply_top_k_top_p
 from minispec.sample.sampler import Sampler, SamplerOutput
 from minispec.spec_decode.metadata import SpecDecodeMetadata
+from minispec.spec_decode.utils import unconditional_to_conditional_rates
+from minispec.worker.gpu.sample.gumbel import seeded_one_hot
 
 PLACEHOLDER_TOKEN_ID = -1
 _SAMPLING_EPS = 1e-5  # temperature below this means greedy
@@ -58,6 +62,9 @@ class RejectionSampler(nn.Module):
       zeroed) by the exponential race argmax(prob / q), one q ~ Exp(1) row per request shared by its
       positions. When nothing is rejected the bonus token follows. Leviathan et al. (2023) show the emitted
       token at each position is then distributed exactly as p_target.
+    - `rejection_sample_method="synthetic"` (vLLM's): draft j of any row is accepted iff u_j < c_j, the
+      conditional rates of the configured per-position rates, whatever the tokens. "block": random rows go to
+      block verification (minispec/worker/gpu/spec_decode/rejection_sampler.py; vLLM: MRv2 only).
 
     Bad words and the allowed-token mask act as in plain sampling: at draft position j the history is the
     request's output plus drafts 0..j-1. `use_fp64_gumbel` (read off the sampler, as vLLM does) draws the
@@ -85,14 +92,21 @@ class RejectionSampler(nn.Module):
         *,
         backend: Backend = "auto",
     ):
-        """vLLM's signature; `spec_config` is read only for `rejection_sample_method` (minispec has no
-        synthetic mode), `device` only by that mode. `backend` is minispec's: "auto", "torch" or "triton"."""
+        """vLLM's signature; `spec_config` is read only for `rejection_sample_method` (and the synthetic
+        rates), `device` only by synthetic mode. `backend` is minispec's: "auto", "torch" or "triton"."""
         super().__init__()
         _check_backend(backend)
-        if getattr(spec_config, "rejection_sample_method", "strict") == "synthetic":
-            raise NotImplementedError(
-                "rejection_sample_method='synthetic' (synthetic acceptance rates) is not in minispec"
+        method = getattr(spec_config, "rejection_sample_method", "standard")
+        self.synthetic_conditional_rates: torch.Tensor | None = None  # [num_speculative_tokens] float32
+        if method == "synthetic":
+            assert spec_config.synthetic_acceptance_rates is not None
+            self.synthetic_conditional_rates = torch.tensor(
+                unconditional_to_conditional_rates(spec_config.synthetic_acceptance_rates),
+                dtype=torch.float32,
+                device=device,
             )
+        self.synthetic_mode = self.synthetic_conditional_rates is not None
+        self.use_block_verification = method == "block"  # vLLM v0.32.0: MRv2 only
         self.sampler = sampler if sampler is not None else Sampler()  # draws the bonus tokens
         self.use_fp64_gumbel = getattr(self.sampler, "use_fp64_gumbel", False)
         self.backend = backend
@@ -111,10 +125,11 @@ class RejectionSampler(nn.Module):
         md = sampling_metadata
         if not md.spec_token_ids:
             md = replace(md, spec_token_ids=metadata.split_draft_token_ids())
+        bonus_md = replace(md, max_num_logprobs=None)
+        if md.positions is not None:  # a seeded row's bonus token sits after its drafts
+            bonus_md.positions = md.positions + torch.tensor(metadata.num_draft_tokens, dtype=torch.long)
         bonus_token_ids = self.sampler(
-            logits[metadata.bonus_logits_indices],
-            replace(md, max_num_logprobs=None),
-            predict_bonus_token=True,
+            logits[metadata.bonus_logits_indices], bonus_md, predict_bonus_token=True
         ).sampled_token_ids  # [B, 1]
         # float32 copy: the processors below must not edit the caller's tensor.
         target_logits = logits[metadata.target_logits_indices].to(torch.float32, copy=True)
@@ -131,8 +146,11 @@ class RejectionSampler(nn.Module):
             target_logits,
             bonus_token_ids,
             md,
+            synthetic_mode=self.synthetic_mode,
+            synthetic_conditional_rates=self.synthetic_conditional_rates,
             use_fp64_gumbel=self.use_fp64_gumbel,
             backend=self.backend,
+            use_block_verification=self.use_block_verification,
         )
         logprobs_tensors = None
         if md.max_num_logprobs is not None:
@@ -226,10 +244,18 @@ def rejection_sample(
     target_logits: torch.Tensor,  # [num_draft_tokens, V] after apply_sampling_constraints
     bonus_token_ids: torch.Tensor,  # [B, 1]
     sampling_metadata: SamplingMetadata,
+    synthetic_mode: bool = False,
+    synthetic_conditional_rates: torch.Tensor | None = None,  # [num_speculative_tokens] float32
     use_fp64_gumbel: bool = False,
     backend: Backend = "auto",
+    use_block_verification: bool = False,
 ) -> torch.Tensor:
-    """Verify all requests' drafts; returns [B, max_spec_len + 1] int32 padded with -1."""
+    """Verify all requests' drafts; returns [B, max_spec_len + 1] int32 padded with -1.
+
+    Synthetic mode (vLLM's): draft j is accepted iff u_j < synthetic_conditional_rates[j], whatever the
+    tokens; a rejected greedy row then emits the target argmax, a random row its recovered token. Block
+    verification (`use_block_verification`, minispec's MRv1 path to vLLM's MRv2 algorithm) replaces the
+    random rows' token-by-token test; greedy rows are unaffected."""
     batch_size = len(num_draft_tokens)
     num_tokens = draft_token_ids.shape[0]
     device = target_logits.device
@@ -249,6 +275,12 @@ def rejection_sample(
         (batch_size, max_spec_len + 1), PLACEHOLDER_TOKEN_ID, dtype=torch.int32, device=device
     )  # [B, max_spec_len + 1]
     is_greedy = None if sampling_metadata.all_greedy else sampling_metadata.temperature < _SAMPLING_EPS  # [B]
+    # Drawn before either op: synthetic mode needs them on greedy rows too (vLLM's order).
+    uniform_probs = None  # [num_draft_tokens] float64
+    if synthetic_mode or not sampling_metadata.all_greedy:
+        uniform_probs = generate_uniform_probs(
+            num_tokens, num_draft_tokens, sampling_metadata.generators, device
+        )
 
     if not sampling_metadata.all_random:
         # The processed logits keep each greedy row's argmax (temperature 1, top-k/top-p keep the maximum).
@@ -261,12 +293,26 @@ def rejection_sample(
             bonus_token_ids,
             is_greedy,
             max_spec_len,
+            uniform_probs,
+            synthetic_conditional_rates,
         )
         if sampling_metadata.all_greedy:
             return output_token_ids
 
     target_probs = target_logits.softmax(dim=-1, dtype=torch.float32)  # [num_draft_tokens, V]
-    uniform_probs = generate_uniform_probs(num_tokens, num_draft_tokens, sampling_metadata.generators, device)
+    if sampling_metadata.seeds is not None:  # minispec: seeded rows verify against their own keyed draw
+        target_probs = _seeded_target_probs(target_probs, num_draft_tokens, sampling_metadata)
+    if use_block_verification:  # vLLM v0.32.0 runs block verification in MRv2 only
+        from minispec.worker.gpu.spec_decode.rejection_sampler import block_verify
+
+        draw = (max_spec_len, num_draft_tokens, cu_num_draft_tokens, draft_token_ids, draft_probs)
+        recover = lambda residual: sample_recovered_tokens(  # MRv1's draw, from the block residual
+            *draw, residual, sampling_metadata, device, use_fp64_gumbel, backend=backend
+        )
+        inputs = (cu_num_draft_tokens, draft_token_ids, draft_probs, target_probs, bonus_token_ids)
+        return block_verify(
+            output_token_ids, *inputs, uniform_probs, is_greedy, max_spec_len, recover, ops is not _TORCH_OPS
+        )
     recovered_token_ids = sample_recovered_tokens(
         max_spec_len,
         num_draft_tokens,
@@ -292,8 +338,22 @@ def rejection_sample(
         uniform_probs,
         is_greedy,
         max_spec_len,
+        synthetic_conditional_rates,
     )
     return output_token_ids
+
+
+def _seeded_target_probs(
+    target_probs: torch.Tensor, num_draft_tokens: list[int], sampling_metadata: SamplingMetadata
+) -> torch.Tensor:
+    """Seeded rows' target distributions made one-hot at their position-keyed Gumbel-max draws
+    (minispec/worker/gpu/sample/gumbel.py): draft j of a request of length n is judged at position n + j."""
+    counts = torch.tensor(num_draft_tokens, dtype=torch.long)  # [B]
+    starts = torch.cumsum(counts, 0) - counts  # [B]
+    seeds = sampling_metadata.seeds.cpu().repeat_interleave(counts)  # [num_draft_tokens]
+    local = torch.arange(int(counts.sum())) - starts.repeat_interleave(counts)  # [num_draft_tokens] j
+    positions = sampling_metadata.positions.cpu().repeat_interleave(counts) + local
+    return seeded_one_hot(target_probs, seeds, positions)
 
 
 def apply_sampling_constraints(
@@ -449,23 +509,36 @@ def rejection_greedy_sample_ref(
     bonus_token_ids: torch.Tensor,  # [B]
     is_greedy: torch.Tensor | None,  # [B] bool; None = every row
     max_spec_len: int,
+    uniform_probs: torch.Tensor | None = None,  # [num_draft_tokens] float64 (synthetic mode only)
+    synthetic_conditional_rates: torch.Tensor | None = None,  # [num_speculative_tokens] float32 or None
 ) -> torch.Tensor:
     """The kernel's loop, one request after another, on host copies of the small inputs (a few ids per
     request). It runs right after the target's forward, when every tensor operation pays for the caches that
     the forward's weight reads emptied, so a handful of them beats a vectorised form's 35 up to batches of
-    some tens of requests; at a few hundred requests it is the slower one."""
+    some tens of requests; at a few hundred requests it is the slower one. Synthetic mode (rates given):
+    draft j is accepted iff u < rates[j] and it is not a placeholder; a rejection emits the target argmax."""
     out = output_token_ids.tolist()
     drafts, targets = draft_token_ids.tolist(), target_argmax.tolist()
     bonus, ends = bonus_token_ids.tolist(), cu_num_draft_tokens.tolist()
     greedy = [True] * len(ends) if is_greedy is None else is_greedy.tolist()
+    synthetic = synthetic_conditional_rates is not None
+    if synthetic:
+        # float32 rate widened to float64 for the comparison, as the kernel's load and compare
+        uniforms, rates = uniform_probs.tolist(), synthetic_conditional_rates.to(torch.float64).tolist()
     start = 0
     for req_idx, end in enumerate(ends):
         if greedy[req_idx]:
             row, rejected = out[req_idx], False
             for pos in range(end - start):
                 if not rejected:
-                    row[pos] = targets[start + pos]  # equal to the draft when accepted
-                    rejected = drafts[start + pos] != targets[start + pos]
+                    draft, target = drafts[start + pos], targets[start + pos]
+                    if synthetic:
+                        accepted = uniforms[start + pos] < rates[pos] and draft >= 0
+                        row[pos] = draft if accepted else target
+                        rejected = not accepted
+                    else:
+                        row[pos] = target  # equal to the draft when accepted
+                        rejected = draft != target
             if not rejected:
                 row[end - start] = bonus[req_idx]
         start = end
@@ -484,12 +557,20 @@ def rejection_random_sample_ref(
     uniform_probs: torch.Tensor,  # [num_draft_tokens] float64
     is_greedy: torch.Tensor,  # [B] bool; these rows are skipped
     max_spec_len: int,
+    synthetic_conditional_rates: torch.Tensor | None = None,  # [num_speculative_tokens] float32 or None
 ) -> torch.Tensor:
     num_tokens = draft_token_ids.shape[0]
     draft = draft_token_ids.to(torch.long)  # [num_tokens]
     safe = draft.clamp(min=0).unsqueeze(1)  # [num_tokens, 1]
     target_prob = target_probs.gather(1, safe).squeeze(1).to(torch.float32)  # [num_tokens]
-    if draft_probs is None:
+    if synthetic_conditional_rates is not None:  # u_j < rate[j] at each request's draft position j
+        cu = cu_num_draft_tokens.to(torch.long)
+        counts = torch.diff(cu, prepend=cu.new_zeros(1))  # [B]
+        local = torch.arange(num_tokens, device=cu.device) - torch.repeat_interleave(cu - counts, counts)
+        last = len(synthetic_conditional_rates) - 1
+        rates = synthetic_conditional_rates.to(torch.float64)[local.clamp(max=last)]  # [num_tokens]
+        accepted = uniform_probs < rates  # [num_tokens]
+    elif draft_probs is None:
         accepted = target_prob >= uniform_probs  # one-hot draft: p_draft(x) = 1
     else:
         draft_prob = draft_probs.gather(1, safe).squeeze(1).to(torch.float32)  # [num_tokens]

@@ -115,13 +115,19 @@ class SpecDecodeBaseProposer:
 
     @in_inference_mode
     def propose(
-        self, requests: list[Request], new_token_ids: list[list[int]], sampling_metadata: SamplingMetadata
+        self,
+        requests: list[Request],
+        new_token_ids: list[list[int]],
+        sampling_metadata: SamplingMetadata,
+        num_speculative_tokens: int | None = None,  # this step's k, at most self.k (dynamic speculation)
     ) -> list[list[int]]:
         """Drafts for each request (row i of `sampling_metadata` is requests[i]); [] where none fit."""
         drafts: list[list[int]] = [[] for _ in requests]
         batch = self.prepare_batch(requests, new_token_ids)
         if batch is None:
             return drafts
+        if num_speculative_tokens is not None:
+            batch.budgets = [min(b, num_speculative_tokens) for b in batch.budgets]
         sampled = self.draft_sample_method == "probabilistic" and not sampling_metadata.all_greedy
         md = sampling_metadata.select_rows(batch.rows) if sampled else GREEDY
         result = self.compiled_propose(batch, md) if self.compiled_propose is not None else None

@@ -40,11 +40,13 @@ from minispec.sample.rejection_sampler import MAX_SPEC_LEN, RejectionSampler
 from minispec.sample.sampler import Sampler
 from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
 from minispec.spec_decode.draft_model import DraftModelProposer
+from minispec.spec_decode.dynamic.utils import validate_and_normalize_dynamic_sd_schedule
 from minispec.spec_decode.eagle import EagleProposer, target_features
 from minispec.spec_decode.medusa import MedusaProposer
 from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.spec_decode.ngram_proposer import NgramProposer, pack_token_ids
+from minispec.spec_decode.suffix_decoding import BatchRows, SuffixDecodingProposer, SuffixInputBatch
 from minispec.trees.spec_tree import SpecTree, build_spec_tree
 from minispec.worker.step_record import PhaseTimer, StepRecord
 from minispec.worker.tree_verification import TreeVerificationMixin, VerificationRecord
@@ -95,7 +97,7 @@ class ModelRunner(TreeVerificationMixin):
         self.vocab_size = model.config.vocab_size
         self.sampler = Sampler()
         self.speculative_config = speculative_config
-        self.drafter = None  # NgramProposer | DraftModelProposer | MedusaProposer | EagleProposer
+        self.drafter = None  # NgramProposer, SuffixDecodingProposer, DraftModel-, Medusa- or EagleProposer
         self.disable_by_batch_size: int | None = None
         self.spec_decoding_stats: SpecDecodingStats | None = None
         self.spec_tree: SpecTree | None = None  # tree speculation: drafts are this tree's nodes
@@ -139,6 +141,8 @@ class ModelRunner(TreeVerificationMixin):
                 f"num_speculative_tokens={spec.num_speculative_tokens} must be <= {MAX_SPEC_LEN}, the most "
                 "drafts per request the rejection sampler verifies in one step (MAX_SPEC_LEN)"
             )
+        if spec.num_speculative_tokens_per_batch_size is not None:  # the scheduler builds its lookup from it
+            validate_and_normalize_dynamic_sd_schedule(spec.num_speculative_tokens_per_batch_size)
         return build_spec_tree(spec)
 
     def _init_spec_decode(self, spec: SpeculativeConfig) -> None:
@@ -146,6 +150,9 @@ class ModelRunner(TreeVerificationMixin):
         self.spec_tree = self.check_speculative_config(spec)  # before the drafter, which reads it
         if spec.method == "ngram":
             self.drafter = NgramProposer(self.vllm_config)
+        elif spec.method == "suffix":
+            self.drafter = SuffixDecodingProposer(self.vllm_config)
+            self.suffix_rows = BatchRows()  # the row order of vLLM's persistent batch
         elif spec.method == "draft_model":
             self.drafter = DraftModelProposer.from_config(spec, self)
         elif spec.method == "medusa":
@@ -244,6 +251,9 @@ class ModelRunner(TreeVerificationMixin):
         logprobs: list = [None] * len(so.scheduled_requests)
         if not rows:
             self._hand_target_features(so, batch, out, {})
+            # vLLM proposes even when no request samples: the suffix cache stops requests that left the batch
+            if isinstance(self.drafter, SuffixDecodingProposer):
+                self._propose_suffix(so.scheduled_requests, [], [])
             return ModelRunnerOutput(sampled, None, logprobs)
         reqs = [so.scheduled_requests[i] for i in rows]
         sampling_metadata = self._sampling_metadata(reqs)
@@ -295,12 +305,20 @@ class ModelRunner(TreeVerificationMixin):
         spec_token_ids = None
         if self.drafter is not None:
             spec_token_ids = [[] for _ in so.scheduled_requests]
-            if len(so.scheduled_requests) < (self.disable_by_batch_size or float("inf")):
+            k = so.num_spec_tokens_to_schedule  # dynamic speculation; None: num_speculative_tokens
+            drafting = k != 0 or self.speculative_config.method == "suffix"  # suffix keeps its trees current
+            if drafting and len(so.scheduled_requests) < (self.disable_by_batch_size or float("inf")):
                 drafts = self.propose_draft_token_ids(
-                    reqs, token_ids, sampling_metadata, out.hidden_states, last_index
+                    reqs,
+                    token_ids,
+                    sampling_metadata,
+                    out.hidden_states,
+                    last_index,
+                    so.scheduled_requests,
+                    k,
                 )
                 for j, d in enumerate(drafts):
-                    spec_token_ids[rows[j]] = d
+                    spec_token_ids[rows[j]] = d if k is None else d[:k]
             self.timer.mark("propose")
         return ModelRunnerOutput(sampled, spec_token_ids, logprobs)
 
@@ -321,15 +339,20 @@ class ModelRunner(TreeVerificationMixin):
         sampling_metadata: SamplingMetadata,
         hidden_states: torch.Tensor,  # [T, H] the target's last hidden states of this step
         last_index: np.ndarray,  # [B_s] the flat row of each request's last accepted token
+        scheduled: list[Request] | None = None,  # the step's requests (vLLM's input batch); default: reqs
+        num_speculative_tokens: int | None = None,  # this step's k (dynamic speculation); None: the config's
     ) -> list[list[int]]:
         """Drafts for the next step, one list per sampling request (vLLM: one branch per method)."""
         method = self.speculative_config.method
+        if method == "suffix":
+            return self._propose_suffix(reqs if scheduled is None else scheduled, reqs, sampled_token_ids)
         if method == "ngram":
             histories = [
                 np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(reqs, sampled_token_ids)
             ]
             num_tokens_no_spec, token_ids_cpu = pack_token_ids(histories)  # vLLM's InputBatch arrays
-            return self.drafter.propose(self.drafter.k, sampled_token_ids, num_tokens_no_spec, token_ids_cpu)
+            k = self.drafter.k if num_speculative_tokens is None else num_speculative_tokens
+            return self.drafter.propose(k, sampled_token_ids, num_tokens_no_spec, token_ids_cpu)
         if method == "medusa":
             if len(last_index) == 1:  # one request: its row as a view, not a gather
                 rows = hidden_states[int(last_index[0]) : int(last_index[0]) + 1]  # [1, H]
@@ -338,7 +361,26 @@ class ModelRunner(TreeVerificationMixin):
                     torch.as_tensor(last_index, dtype=torch.long, device=self.device)
                 ]  # [B, H]
             return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata, rows)
-        return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata)  # draft_model, eagle, eagle3
+        # draft_model, eagle, eagle3
+        return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata, num_speculative_tokens)
+
+    def _propose_suffix(
+        self, scheduled: list[Request], reqs: list[Request], sampled_token_ids: list[list[int]]
+    ) -> list[list[int]]:
+        """vLLM's suffix branch over the whole step's batch, in vLLM's row order (a request that samples
+        nothing gets [] and keeps its trees; one that left is stopped); returns the drafts of `reqs`."""
+        new = {r.request_id: s for r, s in zip(reqs, sampled_token_ids)}
+        by_id = {r.request_id: r for r in scheduled}
+        rows = [by_id[i] for i in self.suffix_rows.update([r.request_id for r in scheduled])]
+        batch = SuffixInputBatch.from_histories(
+            [r.request_id for r in rows],
+            [r.all_token_ids + new.get(r.request_id, []) for r in rows],
+            [r.num_prompt_tokens for r in rows],
+        )
+        sampled = [new.get(r.request_id, []) for r in rows]
+        drafts = self.drafter.propose(self.drafter.num_speculative_tokens, batch, sampled)
+        drafts_of = dict(zip(batch.req_ids, drafts))
+        return [drafts_of[r.request_id] for r in reqs]
 
     def _verify(self, so, batch, hidden_states, reqs, num_draft_tokens, sampling_metadata):
         """One rejection-sampling pass over every request's drafts (chapter 2's step, batched). Returns the

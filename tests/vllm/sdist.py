@@ -30,6 +30,8 @@ FILES = (
     "tests/v1/sample/test_topk_topp_sampler.py",
     "tests/v1/sample/test_batched_count_greater_than.py",
     "tests/v1/spec_decode/test_ngram.py",
+    "tests/v1/spec_decode/test_synthetic_rejection_sampler_utils.py",
+    "tests/v1/spec_decode/test_dynamic_sd.py",
 )
 
 

@@ -28,6 +28,10 @@ ALIASES: dict[str, str] = {
     "vllm.v1.spec_decode.metadata": "minispec.spec_decode.metadata",
     "vllm.v1.spec_decode.ngram_proposer": "minispec.spec_decode.ngram_proposer",
     "vllm.v1.spec_decode.metrics": "minispec.spec_decode.metrics",
+    "vllm.v1.spec_decode.dynamic.utils": "minispec.spec_decode.dynamic.utils",
+    "vllm.v1.core.sched.scheduler": "minispec.core.sched.scheduler",
+    "vllm.v1.spec_decode.utils": "minispec.spec_decode.utils",
+    "vllm.config.speculative": "minispec.config",
 }
 
 
@@ -133,6 +137,17 @@ def _config(m: types.ModuleType) -> None:
 HUB_MAX_MODEL_LEN = {"facebook/opt-125m": 2048}
 
 
+def _core_utils(m: types.ModuleType) -> None:
+    def unavailable(*args, **kwargs):
+        raise NotImplementedError("vLLM's create_scheduler / create_requests build vLLM's own configs")
+
+    m.create_requests = m.create_scheduler = unavailable  # tests that call them are skipped by name
+
+
+def _structured_output(m: types.ModuleType) -> None:
+    m.StructuredOutputManager = None  # minispec has no structured output; only its scheduler tests name it
+
+
 def _tests_utils(m: types.ModuleType) -> None:
     m.large_gpu_mark = lambda min_gb: pytest.mark.skip(reason=f"needs a GPU with {min_gb} GB")
 
@@ -146,6 +161,8 @@ STUBS: dict[str, Callable[[types.ModuleType], None]] = {
     "vllm": _vllm,
     "vllm.config": _config,
     "tests.utils": _tests_utils,
+    "tests.v1.core.utils": _core_utils,
+    "vllm.v1.structured_output": _structured_output,
 }
 
 

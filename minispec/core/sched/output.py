@@ -20,6 +20,8 @@ class SchedulerOutput:
     ]  # request_id -> tokens to compute this step (1 + drafts when decoding)
     scheduled_spec_decode_tokens: dict[str, list[int]] = field(default_factory=dict)  # request_id -> drafts
     preempted_req_ids: set[str] = field(default_factory=set)
+    # dynamic speculation: how many tokens to draft for the next step (None: num_speculative_tokens)
+    num_spec_tokens_to_schedule: int | None = None
 
     @property
     def total_num_scheduled_tokens(self) -> int:

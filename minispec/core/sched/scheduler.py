@@ -15,19 +15,32 @@ from __future__ import annotations
 
 from collections import deque
 
-from minispec.config import SchedulerConfig
+from minispec.config import SchedulerConfig, SpeculativeConfig
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request, RequestStatus
 from minispec.core.sched.output import SchedulerOutput
+from minispec.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
 
 
 class Scheduler:
-    def __init__(self, scheduler_config: SchedulerConfig, kv_cache_manager: KVCacheManager):
+    def __init__(
+        self,
+        scheduler_config: SchedulerConfig,
+        kv_cache_manager: KVCacheManager,
+        speculative_config: SpeculativeConfig | None = None,
+    ):
         self.config = scheduler_config
         self.max_model_len = scheduler_config.max_model_len
         self.kv_cache_manager = kv_cache_manager
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
+        # dynamic speculation: dynamic_sd_lookup[batch size] = tokens to draft (spec_decode/dynamic/utils.py)
+        self.dynamic_sd_lookup: list[int] | None = None
+        schedule = speculative_config.num_speculative_tokens_per_batch_size if speculative_config else None
+        if schedule is not None:
+            self.dynamic_sd_lookup = build_dynamic_sd_schedule_lookup(
+                schedule, scheduler_config.max_num_seqs, speculative_config.num_speculative_tokens
+            )
 
     def add_request(self, request: Request) -> None:
         self.waiting.append(request)
@@ -94,7 +107,10 @@ class Scheduler:
 
         for request in scheduled:  # vLLM's _update_after_schedule
             request.num_computed_tokens += num_scheduled[request.request_id]
-        return SchedulerOutput(scheduled, num_scheduled, spec_tokens, preempted)
+        num_spec_tokens_to_schedule = None  # the config's num_speculative_tokens
+        if self.dynamic_sd_lookup is not None and scheduled:
+            num_spec_tokens_to_schedule = self.dynamic_sd_lookup[len(scheduled)]
+        return SchedulerOutput(scheduled, num_scheduled, spec_tokens, preempted, num_spec_tokens_to_schedule)
 
     def _preempt(self, request: Request) -> None:
         """Move the last running request back to the front of the queue, its blocks freed. It joins `waiting`

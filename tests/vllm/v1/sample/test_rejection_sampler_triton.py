@@ -7,7 +7,7 @@ interpreter but one: `test_rejection_sampling_approximates_target_distribution` 
 two drafts, some 300,000 kernel programs, which the interpreter runs one by one for over ten minutes; its
 statistics need every sample size it draws (fewer samples fail its 20x threshold), so it is skipped here for
 CPU time and runs on the PyTorch path in test_rejection_sampler.py (tests/kernels checks the kernels against
-that path bit for bit). The synthetic cases are skipped as in test_rejection_sampler.py.
+that path bit for bit).
 """
 
 import pytest

@@ -5,8 +5,8 @@ gumbel.py) and verify drafts against that draw, so neither the schedule nor the 
 
 import pytest
 
-from minispec import SamplingParams
-from tests.reliability.harness import assert_clean, token_ids
+from minispec import LLM, SamplingParams
+from tests.reliability.harness import ENGINE_KWARGS, assert_clean, token_ids
 from tests.reliability.models import CONFIGS
 
 SEEDED = [{"prompt_token_ids": [1, 5 + i, 6, 7, 5 + i, 6, 7, 8]} for i in range(4)]
@@ -63,3 +63,22 @@ def test_the_seed_changes_the_tokens(engines, plain_seeded):
     llm, _ = engines["plain"]
     other = [SamplingParams(temperature=0.8, top_p=0.95, seed=7 + i, max_tokens=12) for i in range(4)]
     assert token_ids(llm.generate(SEEDED, other, use_tqdm=False)) != plain_seeded
+
+
+@pytest.mark.parametrize(
+    "extra", [{"draft_sample_method": "probabilistic"}, {"rejection_sample_method": "block"}]
+)
+def test_sampled_drafts_and_block_verification_keep_seeded_tokens(
+    extra, engines, models, plain_seeded, monkeypatch
+):
+    """Drafts sampled from the draft model's distribution, or verified as a block, change only what is
+    accepted: a seeded request's tokens are still its own keyed draws."""
+    spec = {"method": "draft_model", "model": models["draft"], "num_speculative_tokens": 3, **extra}
+    if "rejection_sample_method" in extra:
+        spec["draft_sample_method"] = "probabilistic"
+    llm = LLM(model=models["target"], speculative_config=spec, **ENGINE_KWARGS, dtype="float32")
+    alone = [token_ids(llm.generate(p, q, use_tqdm=False))[0] for p, q in zip(SEEDED, SEEDED_PARAMS)]
+    together, preemptions, drafted = mixed(llm, monkeypatch)
+    assert preemptions > 0 and drafted > 0
+    assert alone == plain_seeded and together == plain_seeded
+    assert_clean(llm)

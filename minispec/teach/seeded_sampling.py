@@ -98,3 +98,60 @@ def compare_verifications(p: list[float], draft: int, n: int = 4000, seed: int =
         residual.tolist(),
         n,
     )
+
+
+@dataclass
+class SeededRuns:
+    labels: list[str]  # how the request ran: alone or in a batch, plain or with a speculative method
+    tokens: list[list[int]]  # the seeded request's tokens in each run
+    drafted: list[int]  # draft tokens verified in the run (0 without speculation)
+    batch_size: int  # requests in the batch runs, the seeded one included
+
+    @property
+    def identical(self) -> bool:
+        return all(t == self.tokens[0] for t in self.tokens)
+
+
+def seeded_runs(
+    prompt_token_ids: list[int],
+    temperature: float = 0.8,
+    seed: int = 0,
+    max_tokens: int = 16,
+    batch_size: int = 6,
+    speculative_configs: dict[str, dict] | None = None,
+    model: str = "zoo:target",
+) -> SeededRuns:
+    """One seeded request run alone and inside a batch of unseeded sampled requests (other prompts, placed
+    before and after it), on a plain engine and on one engine per speculative config ({label: config}; default:
+    the zoo's draft model, 3 drafts)."""
+    from minispec import LLM, SamplingParams
+
+    if speculative_configs is None:
+        speculative_configs = {
+            "draft_model": {"method": "draft_model", "model": "zoo:draft", "num_speculative_tokens": 3}
+        }
+    seeded = SamplingParams(temperature=temperature, seed=seed, max_tokens=max_tokens, ignore_eos=True)
+    other = SamplingParams(temperature=1.0, max_tokens=max_tokens, ignore_eos=True)
+    others = [
+        {"prompt_token_ids": [prompt_token_ids[0], 30 + i, 31, 32, 30 + i]} for i in range(batch_size - 1)
+    ]
+    middle = len(others) // 2
+    batch = [*others[:middle], {"prompt_token_ids": prompt_token_ids}, *others[middle:]]
+    batch_params = [other] * middle + [seeded] + [other] * (len(others) - middle)
+    labels, tokens, drafted = [], [], []
+    for name, spec in {"plain": None, **speculative_configs}.items():
+        llm = LLM(
+            model=model, device="cpu", dtype="float32", speculative_config=spec, max_num_seqs=batch_size
+        )
+        for where, prompts, params, index in (
+            ("alone", [{"prompt_token_ids": prompt_token_ids}], seeded, 0),
+            (f"in a batch of {batch_size}", batch, batch_params, middle),
+        ):
+            before = llm.get_spec_decoding_stats()
+            before_n = before.num_draft_tokens if before is not None else 0
+            out = llm.generate(prompts, params, use_tqdm=False)
+            after = llm.get_spec_decoding_stats()
+            labels.append(f"{name}, {where}")
+            tokens.append(list(out[index].outputs[0].token_ids))
+            drafted.append((after.num_draft_tokens if after is not None else 0) - before_n)
+    return SeededRuns(labels, tokens, drafted, batch_size)

@@ -3,7 +3,7 @@ for a one-hot draft (minispec/teach/seeded_sampling.py)."""
 
 import torch
 
-from minispec.teach.seeded_sampling import compare_race_and_gumbel, compare_verifications
+from minispec.teach.seeded_sampling import compare_race_and_gumbel, compare_verifications, seeded_runs
 from minispec.teach.theory import chi_square_test
 
 
@@ -25,3 +25,11 @@ def test_keyed_verification_accepts_and_resamples_as_the_standard_rule():
     for counts in (r.standard_residual, r.keyed_residual):
         assert counts[1] == 0  # the rejected draft is never emitted
         assert chi_square_test([c for c, q in zip(counts, r.residual_probs) if q > 0], probs)[2] > 1e-3
+
+
+def test_seeded_request_is_the_same_alone_batched_and_speculative():
+    torch.set_num_threads(1)
+    runs = seeded_runs([1, 5, 6, 7, 5, 6, 7, 8], max_tokens=8, batch_size=4)
+    assert runs.labels[0] == "plain, alone" and len(runs.tokens) == 4
+    assert runs.drafted[0] == 0 and runs.drafted[2] > 0  # the draft model drafted
+    assert runs.identical, runs.tokens

@@ -1,9 +1,10 @@
 """Every speculative method side by side: one API, one prompt set, grouped by task (chapter 5).
 
 Run: `python -m minispec.bench.taxonomy [--quick] [--prompts 8] [--max-tokens 64] [--batch-sizes 1 8 32]`.
-Each method (n-gram, draft model, Medusa chain and tree, EAGLE chain, EAGLE-2 tree, EAGLE-3) decodes the same
-held-out prompts greedily beside plain decoding, chunk by chunk (every engine runs a chunk before the next
-chunk starts, so a burst of load from other jobs hits all of them alike), and must emit plain decoding's tokens.
+Each method (n-gram, suffix decoding, draft model, Medusa chain and tree, EAGLE chain, EAGLE-2 tree, EAGLE-3)
+decodes the same held-out prompts greedily beside plain decoding, chunk by chunk (every engine runs a chunk
+before the next chunk starts, so a burst of load from other jobs hits all of them alike), and must emit plain
+decoding's tokens.
 Prompts come in four task categories built from held-out corpus functions (`build_prompts`): code
 completion, copy-heavy editing (the answer repeats a function of the prompt with a change), docstring to code,
 and free text (docstrings). Per method, category and batch size the table gives:

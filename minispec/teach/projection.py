@@ -17,7 +17,7 @@ the verification turns compute-bound and grows with every node, so big trees sto
 truncates every method to its first `depth` draft positions (E and n from the measured per-depth counts).
 Drafters are sized for the target (`drafter_costs`): a 1B draft model, Medusa heads sharing one lm_head (read
 once a step, as the zoo's heads do), one EAGLE layer reading the target's lm_head, an EAGLE-3 layer with its own
-32k vocabulary; n-gram lookup costs no GPU time.
+32k vocabulary; n-gram and suffix lookups cost no GPU time.
 Every assumption is printed by `Assumptions.lines`. GPU measurements, when `docs/data/taxonomy_<gpu>.csv`
 exists (written by `python -m minispec.bench.taxonomy --device cuda --out ...`), replace the projection
 for that accelerator (`load_measured`); none exist today.
@@ -123,6 +123,7 @@ def drafter_costs(
     eagle = layer + 2 * h * h + h * v  # the layer, fc (2H -> H), the target's lm_head
     return {
         "ngram": DraftCost(0.0, 0.0, "none", note="prompt lookup on the CPU, no GPU time"),
+        "suffix": DraftCost(0.0, 0.0, "none", note="suffix-tree lookup on the CPU, no GPU time"),
         "draft_model": DraftCost(
             draft.num_params, draft.kv_bytes_per_token(), "per_depth", note=f"{draft.name} as the draft model"
         ),

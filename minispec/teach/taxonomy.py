@@ -53,6 +53,14 @@ METHODS: dict[str, Method] = {
             "vllm/v1/spec_decode/ngram_proposer.py",
         ),
         Method(
+            "suffix",
+            "suffix",
+            {},
+            "none",
+            "token ids only (this request's and earlier outputs)",
+            "vllm/v1/spec_decode/suffix_decoding.py",
+        ),
+        Method(
             "draft_model",
             "draft_model",
             {"model": "zoo:draft"},

@@ -19,6 +19,7 @@ from minispec.teach.provenance import SOURCES, Provenance
 COLOURS = {
     "plain": "#7f7f7f",
     "ngram": "#8c564b",
+    "suffix": "#e377c2",
     "draft_model": "#1f77b4",
     "medusa chain": "#ff7f0e",
     "medusa tree": "#ffbb78",

@@ -186,48 +186,30 @@ def gather_slots(cache: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
     return gathered.view(*cache.shape[:-3], *slots.shape, *cache.shape[-2:])
 
 
-# a compiled graph with at most this many queries per request runs attention in its own loops
-LOOP_ATTENTION_MAX_QUERIES = 2
+def gather_keys_values(kv_cache: torch.Tensor, meta: AttentionMetadata) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every request's keys and values from its slots (`key_slots`), padded: 2 x [B, Hkv, S, D]."""
+    keys, values = gather_slots(kv_cache, meta.key_slots).transpose(2, 3)
+    return keys, values
 
 
-def few_queries(q_batch: torch.Tensor) -> bool:
-    """Whether a compiled graph's queries [B, H, Q, D] number LOOP_ATTENTION_MAX_QUERIES or fewer per request, a
-    size fixed in the graph (a symbolic Q keeps the library call)."""
-    num_q = q_batch.shape[2]
-    return isinstance(num_q, int) and num_q <= LOOP_ATTENTION_MAX_QUERIES
-
-
-def in_a_buffer(x: torch.Tensor) -> torch.Tensor:
-    """x, contiguous, as a buffer of its own in a compiled graph (Inductor otherwise inlines a cheap expression
-    into each loop that reads it); `x.contiguous()` in eager mode."""
-    import torch._inductor.inductor_prims  # noqa: F401  (registers prims.inductor_force_stride_order)
-
-    x = x.contiguous()
-    return torch.ops.prims.inductor_force_stride_order(x, x.stride())
-
-
-def attention_in_loops(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, scale: float
-) -> torch.Tensor:
-    """`scaled_dot_product_attention(q, keys, values, mask, scale, enable_gqa=True)` as products and sums in float32,
-    for a compiled graph with a few queries per request: Inductor runs them in its own loops and fuses them with
-    the projections around them. For one or two queries the library call costs more than this arithmetic
-    (docs/performance.md). q [B, H, Q, D]; keys, values [B, Hkv, S, D], query head h reading key head
-    h // (H / Hkv); mask [B, 1, Q, S] bool, True where a query may attend to a key."""
-    b, h, num_q, d = q.shape
-    num_kv_heads, num_keys = keys.shape[1], keys.shape[2]
-    group = h // num_kv_heads
-    # the queries, the probabilities and the values each in a buffer of its own: left to fusion, the rotated
-    # queries would be computed again for every key, and the probabilities and the gathered values for every
-    # output element (float32 values were read across keys, 16 gathers a vector)
-    q_rows = in_a_buffer(q.float().reshape(b, num_kv_heads, group * num_q, 1, d))  # [B, Hkv, G * Q, 1, D]
-    scores = (q_rows * keys.float()[:, :, None]).sum(-1) * scale  # [B, Hkv, G * Q, S]
-    scores = scores.view(b, num_kv_heads, group, num_q, num_keys).masked_fill(
-        ~mask[:, :, None], float("-inf")
+def masked_sdpa(
+    q: torch.Tensor,  # [B, H, Q, D]
+    keys: torch.Tensor,  # [B, Hkv, S, D]
+    values: torch.Tensor,  # [B, Hkv, S, D]
+    meta: AttentionMetadata,
+    scale: float,
+    enable_gqa: bool,  # H > Hkv
+) -> torch.Tensor:  # [B, H, Q, D]
+    """`scaled_dot_product_attention` under the batch's mask (as its additive bias), query head h reading key
+    head h // (H / Hkv)."""
+    return F.scaled_dot_product_attention(
+        q,
+        keys,
+        values,
+        attn_mask=meta.attn_bias(q.dtype),  # [B, 1, Q, S]
+        scale=scale,
+        enable_gqa=enable_gqa,
     )
-    probs = in_a_buffer(scores.softmax(dim=-1).reshape(b, num_kv_heads, group * num_q, num_keys, 1))
-    out = (probs * in_a_buffer(values.float())[:, :, None]).sum(-2)  # [B, Hkv, G * Q, D]
-    return out.view(b, h, num_q, d).to(q.dtype)
 
 
 class PagedAttention(torch.nn.Module):
@@ -237,15 +219,18 @@ class PagedAttention(torch.nn.Module):
 
     1. write each new token's key and value at its slot (`slot_mapping`);
     2. gather every request's keys and values from its slots into a padded batch (`key_slots`), both in one
-       call (a layer's cache is one [2, num_slots, num_kv_heads, head_dim] tensor); a batch of one request
-       whose keys sit in consecutive slots (`key_start`) reads them as a view of the cache instead, in an
-       eager forward;
+       call (a layer's cache is one [2, num_slots, num_kv_heads, head_dim] tensor);
     3. run `scaled_dot_product_attention` with a boolean mask that is causal within the request, or follows a
-       custom (tree) mask among the request's new tokens. In a compiled graph with one or two queries per
-       request (a drafter's steps, a decode step) the same arithmetic is written as products and sums instead
-       (`attention_in_loops`), which Inductor runs in its own loops, fused with the gathers around it: there
-       the library call costs more than its arithmetic.
+       custom (tree) mask among the request's new tokens.
+
+    Steps 2 and 3 are seams (`read_keys_values`, `attend`): minispec/compilation/seams.py installs faster
+    ones for the engine (a view of the cache for a batch of one request whose keys sit in consecutive slots,
+    `key_start`; products and sums for a compiled graph with one or two queries per request), which compute
+    the same attention.
     """
+
+    read_keys_values = staticmethod(gather_keys_values)
+    attend = staticmethod(masked_sdpa)
 
     def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int):
         super().__init__()
@@ -269,23 +254,8 @@ class PagedAttention(torch.nn.Module):
         else:
             q_pad = torch.cat([q, q.new_zeros(1, *q.shape[1:])])  # row T is the padding row
             q_batch = q_pad[meta.query_index].transpose(1, 2)  # [B, H, Q, D]
-        if not torch.compiler.is_compiling() and meta.key_start is not None:  # (a compiled graph gathers)
-            start, num_keys = meta.key_start, meta.key_slots.shape[1]
-            keys, values = kv_cache[:, None, start : start + num_keys].transpose(
-                2, 3
-            )  # 2 x [1, Hkv, S, D], views
-        else:
-            keys, values = gather_slots(kv_cache, meta.key_slots).transpose(2, 3)  # 2 x [B, Hkv, S, D]
-        if torch.compiler.is_compiling() and few_queries(q_batch):
-            out = attention_in_loops(q_batch, keys, values, meta.attn_mask, self.scale)  # [B, H, Q, D]
-        else:
-            out = F.scaled_dot_product_attention(
-                q_batch,
-                keys,
-                values,
-                attn_mask=meta.attn_bias(q_batch.dtype),  # [B, 1, Q, S]
-                scale=self.scale,
-                enable_gqa=self.num_heads != self.num_kv_heads,
-            )  # [B, H, Q, D]
+        keys, values = self.read_keys_values(kv_cache, meta)  # 2 x [B, Hkv, S, D]
+        gqa = self.num_heads != self.num_kv_heads
+        out = self.attend(q_batch, keys, values, meta, self.scale, gqa)  # [B, H, Q, D]
         out = out.transpose(1, 2).reshape(-1, self.num_heads, self.head_dim)  # [B * Q, H, D]
         return out if meta.is_uniform_decode else out[meta.output_index]

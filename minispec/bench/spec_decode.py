@@ -30,6 +30,10 @@ method it prints
   prediction. Plain and speculative engines take turns `generate` call by `generate` call, `repeats` times,
   and each call counts with its fastest run, so a burst of load on the machine falls on both and is left
   out; the phases come from recorded runs taken the same way;
+- the cold start: a fresh engine's first generations on prompts it has not seen (new lengths; the compiling a
+  compiled drafter does at its first calls included), in seconds and as plain decoding's seconds on the same
+  prompts over them ("cold"), and the graphs Dynamo compiled after the warm-up ("graphs", 0 when one compile
+  serves every shape; `minispec/bench/cold_start.py`);
 - at a dtype other than float32, the greedy agreement with plain decoding at that dtype (vLLM documents
   exactness "up to hardware numerics"): matching tokens before each request's first difference, over all
   tokens. In float32 the outputs must be equal token for token (an AssertionError otherwise).
@@ -45,6 +49,7 @@ import time
 from collections.abc import Sequence
 
 from minispec import LLM, SamplingParams
+from minispec.bench.cold_start import cold_start_prompts, compiled_graphs
 from minispec.bench.roofline import cpu_description, torch_threads
 from minispec.compilation.decorators import QUIET_AUTOTUNE
 from minispec.spec_decode.metrics import SpecDecodingStats
@@ -89,6 +94,13 @@ METHODS: dict[str, dict] = {
         "num_speculative_tokens": 8,
         "prompt_lookup_max": 4,
         "prompt_lookup_min": 1,
+    },
+    # suffix decoding from each request's own prompt and output only: the bench runs each call `repeats` times on
+    # one engine, and the global tree of cached outputs would draft the repeats from the first run's output
+    "suffix k=8 prompt trees": {
+        "method": "suffix",
+        "num_speculative_tokens": 8,
+        "suffix_decoding_max_cached_requests": 0,
     },
     "medusa chain k=4": {"method": "medusa", "model": "zoo:medusa", "num_speculative_tokens": 4},
     "medusa tree (16)": {"method": "medusa", "model": "zoo:medusa", "speculative_token_tree": MEDUSA_TREE},
@@ -284,10 +296,11 @@ def agreement(got: list[list[int]], expected: list[list[int]]) -> float:
 
 def drafting_forwards(llm: LLM) -> int:
     """Draft forwards per engine step: k for a chain drafter, the depth for a static tree, the first pass and
-    `depth` expansions for an EAGLE-2 tree (it is depth + 1 deep), one call for Medusa, none for n-gram lookup."""
+    `depth` expansions for an EAGLE-2 tree (it is depth + 1 deep), one call for Medusa, none for n-gram and suffix
+    lookups."""
     runner = llm.llm_engine.model_runner
     spec = runner.speculative_config
-    if spec.method == "ngram":
+    if spec.method in ("ngram", "suffix"):
         return 0
     if spec.method == "medusa":
         return 1
@@ -334,6 +347,8 @@ def run(
     )
     decode(plain, prompts[:batch_size], 4 if enforce_eager else 16, batch_size)
     plain_tokens = decode(plain, prompts, max_tokens, batch_size, refill)[1]
+    cold_prompts = cold_start_prompts(batch_size, prompt_len)
+    plain_cold_s, plain_cold_tokens = decode(plain, cold_prompts, max_tokens, batch_size, refill)
     configs = METHODS if configs is None else configs
     rows = []
     for name in methods or list(configs):
@@ -354,9 +369,15 @@ def run(
         runner = llm.llm_engine.model_runner
         spec = runner.speculative_config
         k = spec.num_speculative_tokens
+        cold_s, cold_tokens = decode(
+            llm, cold_prompts, max_tokens, batch_size, refill
+        )  # the first generations
+        if dtype == "float32" and cold_tokens != plain_cold_tokens:
+            raise AssertionError(f"{name}: a fresh engine's greedy output differs from plain decoding")
         # compiled: meet the prefill, decode and verification shapes (and the drafter's) first
         compiled = not enforce_eager or spec.compiles_drafter(enforce_eager)
         decode(llm, prompts[:batch_size], 16 if compiled else 4, batch_size)
+        graphs = compiled_graphs()
         # plain and speculative take turns call by call, so a burst of load hits both; then the same, recorded
         runner.spec_decoding_stats = SpecDecodingStats.new(k)  # counters of exactly these runs
         (plain_s, _, _), (spec_s, spec_tokens, _) = paired_decode(
@@ -368,6 +389,7 @@ def run(
         (_, _, plain_records), (_, _, spec_records) = paired_decode(
             [plain, llm], prompts, max_tokens, batch_size, repeats, refill, record=True
         )
+        graphs = compiled_graphs() - graphs  # compiled after the warm-up: new shapes that recompiled
         base, phases = _phases_of(plain_records, max_tokens), _phases_of(spec_records, max_tokens)
         # t(1): a plain step's target work (forward, logits, sampling); t(n): the same with n tokens per
         # request, verification included (logits at every verified row, the rejection sampler)
@@ -399,6 +421,9 @@ def run(
                 "decode_prediction": decode_prediction,
                 "predicted": predicted,
                 "speedup": plain_s / spec_s,
+                "cold_s": cold_s,
+                "cold_speedup": plain_cold_s / cold_s,
+                "graphs_after_warmup": graphs,
                 "efficiency": plain_s / spec_s / predicted,
                 "agreement": agreement(spec_tokens, plain_tokens),
                 "tok_s": sum(map(len, spec_tokens)) / spec_s,
@@ -432,7 +457,7 @@ def print_table(rows: list[dict], phases: bool = False) -> None:
     width = max(20, *(len(r["method"]) for r in rows))
     print(
         f"{'method':<{width}}  n      E  E_all      c  sum c      v  E_all/(sum c+v)  pred (run)  speedup"
-        "  efficiency  agree"
+        "  efficiency  agree   cold s    cold  graphs"
     )
     for r in rows:
         decode_prediction = r.get("decode_prediction", r["predicted"])
@@ -441,6 +466,8 @@ def print_table(rows: list[dict], phases: bool = False) -> None:
             f"{r['c']:5.3f}  "
             f"{r['sum_c']:5.3f}  {r['v']:5.2f}  {decode_prediction:14.2f}x  {r['predicted']:9.2f}x  "
             f"{r['speedup']:6.2f}x  {r['efficiency']:10.2f}  {r['agreement']:5.3f}"
+            f"  {r.get('cold_s', float('nan')):7.1f}  {r.get('cold_speedup', float('nan')):5.2f}x"
+            f"  {r.get('graphs_after_warmup', 0):6d}"
         )
     if phases:
         names = ["schedule", "prepare_inputs", "forward", "sample", "verify", "propose", "update"]

@@ -17,12 +17,17 @@ from __future__ import annotations
 import shutil
 import types
 import warnings
+from collections.abc import Callable
 
 import torch
+import torch.fx.experimental._config
+import torch.nn.functional as F
 from torch import nn
 
 from minispec.model_executor.layers.quantization.int8 import is_quantized
-from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+from minispec.model_executor.layers.utils import cpu_unquantized_gemm, dispatch_cpu_unquantized_gemm
+
+_is_compiling = torch.compiler.is_compiling
 
 RECOMPILE_LIMIT = 64  # Dynamo's per-function cache: each engine's models are new instances of the same code
 
@@ -54,6 +59,15 @@ def check_compiler(device: torch.device) -> None:
         )
 
 
+def gemm_unless_traced(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """A dispatched layer's forward (`utils.dispatched_forward`): `cpu_unquantized_gemm`, but F.linear while Dynamo
+    traces the call (a compiled forward, or a compiled drafting call that reads an eager target's lm_head), where
+    Inductor's freezing packs the weight itself."""
+    if _is_compiling():
+        return F.linear(x, layer.weight, layer.bias)
+    return cpu_unquantized_gemm(layer, x)
+
+
 def _own_code(method):
     """The bound method with a private copy of its code. Dynamo keeps compiled graphs per code object and checks
     their guards one after another on every call: the target and a draft model share LlamaForCausalLM.forward,
@@ -66,13 +80,40 @@ def _own_code(method):
     return types.MethodType(copy, method.__self__)
 
 
-def compile_method(method, options: dict | None = None):
+def compile_method(method, options: dict | None = None, size_oblivious: bool = False) -> Callable:
     """torch.compile of a bound method, with shapes dynamic, on a private copy of its code (see `_own_code`), keeping
     only the guards `skip_module_and_global_guards` keeps; `options`: Inductor's (compilation_config's
-    inductor_compile_config). A few variants still compile once each: one new token against several, one request
-    against a batch."""
+    inductor_compile_config). Traced without duck sizing, and with `size_oblivious` sizes of 1 too
+    (`traced_with`), so that a new prompt length, block count or batch size reuses the graph. Variants that
+    differ in the graph's structure still compile once each: one request against a batch, one new token per
+    request against several."""
     options = dict(options or {}) | {"guard_filter_fn": skip_module_and_global_guards}
-    return torch.compile(_own_code(method), dynamic=True, options=options)
+    compiled = torch.compile(_own_code(method), dynamic=True, options=options)
+    return traced_with(compiled, size_oblivious)
+
+
+def traced_with(compiled: Callable, size_oblivious: bool) -> Callable:
+    """`compiled`, traced without duck sizing and, with `size_oblivious`, with PyTorch's `backed_size_oblivious`
+    (torch.fx.experimental._config). Duck sizing gives sizes that happen to be equal at the first call one
+    symbol, so a later call where they differ compiles again. And by default Dynamo specializes a size of 1 and
+    guards the symbolic graph to sizes >= 2, so a one-token pass or a one-block table compiles again;
+    `backed_size_oblivious` lets a symbol cover 1 too. It is only for a call that builds its broadcast shapes
+    itself (a one-request drafting call, whose metadata is built in the graph): an input dimension that is
+    always 1 (a mask's head dimension) would become a symbol that no longer broadcasts. The flags are read while
+    a graph is traced, at a call; they are set for the call only, so other compiled code in the process keeps
+    PyTorch's defaults."""
+    config = torch.fx.experimental._config
+
+    def call(*args, **kwargs):
+        before = config.backed_size_oblivious, config.use_duck_shape
+        config.backed_size_oblivious, config.use_duck_shape = size_oblivious, False
+        try:
+            return compiled(*args, **kwargs)
+        finally:
+            config.backed_size_oblivious, config.use_duck_shape = before
+
+    call.compiled = compiled
+    return call
 
 
 def skip_module_and_global_guards(guard_entries) -> list[bool]:
@@ -128,12 +169,15 @@ def one_request_tree_options(options: dict | None, dtype: torch.dtype) -> dict:
     return TREE_OPTIONS | options
 
 
-def compile_drafting_call(method, network: nn.Module, kind: str = "batch"):
+def compile_drafting_call(
+    method, network: nn.Module, kind: str = "batch", size_oblivious: bool = False
+) -> Callable:
     """A drafter's whole drafting call (a bound method) compiled with its network's options
     (compilation_config's inductor_compile_config, which `compile_model` keeps on it), laid over
     `one_row_options` where every product of the call multiplies one row (`kind` "one row": one request drafting a
-    chain) or `one_request_tree_options` for one request's tree (`kind` "tree"); "batch" takes them as they are."""
-    return compile_method(method, drafting_call_options(network, kind))
+    chain) or `one_request_tree_options` for one request's tree (`kind` "tree"); "batch" takes them as they are.
+    `size_oblivious`: see `traced_with`."""
+    return compile_method(method, drafting_call_options(network, kind), size_oblivious)
 
 
 def drafting_call_options(network: nn.Module, kind: str) -> dict | None:
@@ -185,7 +229,7 @@ def compile_model(model: nn.Module, device: torch.device, options: dict | None =
     function gains nothing from compiling and pays for its guards (vLLM packs its lm_head in
     `UnquantizedEmbeddingMethod`). Inside the forward, `cpu_unquantized_gemm` hands Dynamo a plain F.linear, and
     freezing packs each weight once (for MKL where a graph has a fixed number of rows, for oneDNN where it is
-    dynamic). The weights must not change afterwards: freezing has made them constants of the graph.
+    dynamic): a dispatched layer's forward is `gemm_unless_traced` (seams.py installs it). The weights must not change afterwards: freezing has made them constants of the graph.
 
     `options` are compilation_config's inductor_compile_config, torch.compile's options for every network
     compiled. `{"max_autotune": True}` is the one that matters on a CPU: Inductor times its own C++ GEMMs against

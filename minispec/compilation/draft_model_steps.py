@@ -57,8 +57,9 @@ class GreedyStepsInOneGraph:
     def _compiled(self, kind: str) -> Callable:
         if kind not in self.compiled:
             method = self.greedy_steps_one_request if kind == "one request" else self.greedy_steps
+            # one request builds its metadata in the graph: its sizes may be 1 too (decorators.traced_with)
             self.compiled[kind] = compile_drafting_call(
-                method, self.model, "batch" if kind == "batch" else "one row"
+                method, self.model, "batch" if kind == "batch" else "one row", kind == "one request"
             )
         return self.compiled[kind]
 
@@ -72,16 +73,22 @@ class GreedyStepsInOneGraph:
         """`greedy_steps` for one request, its metadata built from the block ids with tensor ops inside the
         graph: the host passes two small tensors and two ints. Every pass reads the keys of the call's whole
         span, S = num_tokens + depth - 1 positions; the masks hide those not yet written."""
-        num_tokens = num_computed_tokens + input_ids.shape[0]
-        key_pos = torch.arange(num_tokens + depth - 1, device=block_ids.device)  # [S]
+        # a symbolic int has no known sign: without the check, indexing by positions would wrap negative ones
+        torch._check(num_computed_tokens >= 0)
+        num_new = input_ids.shape[0]
+        num_tokens = num_computed_tokens + num_new
+        device = block_ids.device
+        key_pos = torch.arange(num_tokens + depth - 1, device=device)  # [S]
         key_slots = (block_ids[key_pos // self.block_size] * self.block_size + key_pos % self.block_size)[
             None
         ]
-        positions = key_pos[num_computed_tokens:num_tokens]  # [T]
-        index = key_pos[: input_ids.shape[0]]  # [T] 0 .. T - 1
+        # positions as offsets from an arange, not slices of key_pos: a slice's length is a bound Dynamo cannot
+        # know without a guard when sizes are size-oblivious (decorators.traced_with)
+        index = torch.arange(num_new, device=device)  # [T] 0 .. T - 1
+        positions = num_computed_tokens + index  # [T]
         meta = AttentionMetadata(
-            num_tokens=input_ids.shape[0],
-            slot_mapping=key_slots[0, num_computed_tokens:num_tokens],
+            num_tokens=num_new,
+            slot_mapping=key_slots[0, positions],
             query_index=index[None],
             output_index=index,
             key_slots=key_slots,  # [1, S]
@@ -89,10 +96,10 @@ class GreedyStepsInOneGraph:
             is_uniform_decode=True,
             slot_positions=positions,
         )
-        step_positions = key_pos[num_tokens:][None]  # [1, depth - 1]
+        step_positions = (num_tokens + torch.arange(depth - 1, device=device))[None]  # [1, depth - 1]
         steps = DecodeSteps(
             positions=step_positions,
-            slot_mapping=key_slots[:, num_tokens:],
+            slot_mapping=key_slots[:, step_positions[0]],
             key_slots=key_slots,
             attn_mask=(key_pos < step_positions.T[..., None] + 1)[
                 :, :, None, None, :

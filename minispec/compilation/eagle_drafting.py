@@ -20,7 +20,6 @@ from minispec.attention.paged_attention import AttentionMetadata
 from minispec.compilation.aot import AotCompiledCall
 from minispec.compilation.decorators import compile_drafting_call, drafting_call_options
 from minispec.config import DynamicTreeConfig
-from minispec.model_executor.layers.rotary_embedding import RotaryEmbedding
 from minispec.sample.metadata import SamplingMetadata
 from minispec.spec_decode.llm_base_proposer import GREEDY, DraftBatch, Drafts
 from minispec.trees.eagle_tree import DraftKeys, DraftTree
@@ -95,7 +94,6 @@ class EagleInOneGraph:
         method = self._grow_tree_one_request if one_request else self._grow_tree_in_graph
         key = f"{kind}, {'graph' if one_request else 'host'} metadata"
         if key not in self.compiled:
-            self._build_rope_tables()
             self.compiled[key] = compile_drafting_call(method, p.draft, kind)
         if one_request:
             return self.compiled[key](
@@ -104,13 +102,6 @@ class EagleInOneGraph:
         keys = p._draft_keys(batch, p.max_nodes_run)
         return self.compiled[key](self._first_inputs(batch), keys, chain)
 
-    def _build_rope_tables(self) -> None:
-        for module in (
-            self.proposer.draft.modules()
-        ):  # RoPE's table built now: built in the graph, it costs a recompile
-            if isinstance(module, RotaryEmbedding):
-                module._table()
-
     def _ahead_of_time(self, kind: str, chain: bool):
         """`_grow_tree_ahead_of_time` compiled ahead of time (`minispec/compilation/aot.py`) for one request's chain
         or tree, built at its first call: 1 to depth + 1 new entries (a verified step's accepted drafts and bonus
@@ -118,7 +109,6 @@ class EagleInOneGraph:
         key = f"{kind}, ahead of time"
         p = self.proposer
         if key not in self.compiled:
-            self._build_rope_tables()
             max_new, kv_cache = p.max_draft_depth + 1, p.kv_caches[0]
             num_blocks = kv_cache.shape[1] // p.block_size
             span = p.max_nodes_run + max_new + 1  # the shortest key span taken: context >= 1

@@ -54,25 +54,3 @@ def test_sharded_checkpoint_loads(tmp_path):
         {"prompt_token_ids": [1, 4, 9]}, params, use_tqdm=False
     )
     assert a[0].outputs[0].token_ids == b[0].outputs[0].token_ids
-
-
-def test_rotary_lookup_is_shared_within_a_forward_only():
-    """Inside share_lookup (a model forward, whose layers rotate by the same positions) a second rotation by the
-    same positions tensor reuses the first one's table lookup; outside, every call looks up, so a positions
-    buffer written in place between calls rotates by its new values."""
-    from minispec.model_executor.layers.rotary_embedding import RotaryEmbedding
-
-    rope = RotaryEmbedding(8, 64, 10000.0)
-    x = torch.randn(3, 2, 8)
-    positions = torch.tensor([4, 5, 6])
-    expected = rope.rotate(positions, x)
-    rope.share_lookup(True)
-    assert torch.equal(rope.rotate(positions, x), expected)
-    cos, sin = rope._cos_sin(positions)
-    assert rope._cos_sin(positions)[0] is cos  # the same lookup
-    assert rope._cos_sin(positions.clone())[0] is not cos  # another tensor: looked up again
-    rope.share_lookup(False)
-    assert rope._shared is None
-    positions[:] = torch.tensor([7, 8, 9])  # a buffer written in place
-    assert torch.equal(rope.rotate(positions, x), RotaryEmbedding(8, 64, 10000.0).rotate(positions, x))
-    assert not torch.equal(rope.rotate(positions, x), expected)

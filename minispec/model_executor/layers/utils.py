@@ -18,7 +18,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-_is_compiling = torch.compiler.is_compiling
 # the op itself, not torch.ops' packet: one lookup fewer per call (None in a build without oneDNN, never called)
 _LINEAR_POINTWISE = (
     torch.ops.mkldnn._linear_pointwise.default if torch.backends.mkldnn.is_available() else None
@@ -105,7 +104,7 @@ def dispatch_cpu_unquantized_gemm(model: nn.Module, min_weight_numel: int = 0, m
             and module.weight.dtype in dtypes
             and module.weight.numel() >= min_weight_numel
         ):
-            module.forward = types.MethodType(cpu_unquantized_gemm, module)
+            module.forward = types.MethodType(dispatched_forward, module)
             module._onednn = None  # (weight, its version, the packed weight), built at the first packed call
             module._onednn_min_rows = min_rows
             count += 1
@@ -121,9 +120,8 @@ def restore_linear(model: nn.Module) -> None:
 
 def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """`layer(x)`, with x [..., in_features]: oneDNN's matmul on the packed weight; F.linear under autograd, for
-    another dtype, for fewer rows than the layer's min_rows, and while Dynamo traces the call (a compiled forward,
-    or a compiled drafting call that reads an eager target's lm_head): Inductor's freezing packs that weight
-    itself. Bound to a layer as its forward by dispatch_cpu_unquantized_gemm.
+    another dtype and for fewer rows than the layer's min_rows. Bound to a layer as its forward by
+    dispatch_cpu_unquantized_gemm (`dispatched_forward`).
 
     What a call costs beyond its arithmetic: PyTorch's `_linear_pointwise` builds oneDNN's primitive
     descriptor at every call before finding the primitive in oneDNN's cache, where vLLM's `onednn_mm` keeps a
@@ -135,8 +133,7 @@ def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     as it is (the op flattens x's leading dimensions itself); the rest is `_gemm`."""
     weight, cached = layer.weight, layer._onednn
     if (
-        not _is_compiling()
-        and cached is not None
+        cached is not None
         and cached[0] is weight
         and cached[1] == weight._version
         and cached[2] is not None
@@ -151,8 +148,6 @@ def cpu_unquantized_gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 def _gemm(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     """cpu_unquantized_gemm's every case, the first call of a layer and a changed weight among them."""
     weight = layer.weight
-    if torch.compiler.is_compiling():
-        return F.linear(x, weight, layer.bias)
     rows = x.numel() // weight.shape[1] if x.dim() else 1
     if (
         rows < layer._onednn_min_rows
@@ -177,3 +172,8 @@ def _packed_weight(layer: nn.Linear) -> torch.Tensor | None:
         packed = None
     layer._onednn = (weight, weight._version, packed)
     return packed
+
+
+# the forward dispatch_cpu_unquantized_gemm binds to a layer; minispec/compilation/seams.py installs one that a
+# compiled graph traces as F.linear (there Inductor's freezing packs the weight itself)
+dispatched_forward = cpu_unquantized_gemm

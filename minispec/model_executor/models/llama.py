@@ -243,19 +243,11 @@ class LlamaForCausalLM(nn.Module):
     ) -> ModelOutput:
         h = self.model.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # [T, hidden]
         aux = []
-        rope = self.model.layers[0].self_attn.rotary_emb  # every layer's (LlamaModel)
-        share = not torch.compiler.is_compiling()
-        if share:
-            rope.share_lookup(True)
-        try:
-            for i, layer in enumerate(self.model.layers):
-                if any(i == j for j in aux_hidden_layers):  # not `in`: under torch.compile(dynamic=True)
-                    # the ints are symbolic and `in` answers False (torch 2.13); == compares them
-                    aux.append(h)
-                h = layer(positions, h, kv_caches[i], attn_metadata)
-        finally:
-            if share:
-                rope.share_lookup(False)
+        for i, layer in enumerate(self.model.layers):
+            if any(i == j for j in aux_hidden_layers):  # not `in`: under torch.compile(dynamic=True) the
+                # ints are symbolic and `in` answers False (torch 2.13); == compares them
+                aux.append(h)
+            h = layer(positions, h, kv_caches[i], attn_metadata)
         return ModelOutput(self.model.norm(h), aux or None)
 
     def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,6 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from minispec.model_executor.layers.quantization.int8 import Int8Linear, linear_dtype
-from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 
 SAFETENSORS_FILE = "medusa_lm_head.safetensors"
 PICKLE_FILE = "medusa_lm_head.pt"
@@ -158,13 +157,7 @@ class Medusa(nn.Module):
         """hidden_states [N, H] -> logits [num_heads, N, draft_vocab_size]: column j scores token
         `draft_to_target(j)` (j itself unless the vocabulary is truncated)."""
         num_heads = self._check_num_heads(num_heads)
-        first = None if torch.is_grad_enabled() or torch.compiler.is_compiling() else self._first_linear()
-        if first is None:  # training, a compiled forward (Inductor fuses it itself): the readable path
-            blocks = torch.stack(
-                [head[:-1](hidden_states) for head in self.heads[:num_heads]]
-            )  # [heads, N, H]
-        else:
-            blocks = self._blocks(first, hidden_states, num_heads)
+        blocks = self.residual_blocks(hidden_states, num_heads)  # [heads, N, H]
         if not self.config.original_lm_head:
             return torch.stack([head[-1](b) for head, b in zip(self.heads, blocks)])
         return self.heads[0][-1](blocks)  # the shared projection, its weight read once for every head
@@ -179,42 +172,10 @@ class Medusa(nn.Module):
             raise ValueError(f"num_heads={num_heads}; {allowed}")
         return num_heads
 
-    def _blocks(self, first: nn.Linear, hidden_states: torch.Tensor, num_heads: int) -> torch.Tensor:
-        """Every head's ResBlocks without autograd -> [num_heads, N, H]. The heads' first Linear layers all read
-        hidden_states, so they run as one Linear over their concatenated weights (`first`): one matmul instead of
-        one per head (docs/performance.md).
-        The results are the head-by-head path's bit for bit where the wider product computes each output as the
-        narrower ones do (oneDNN's packed calls, tested) and the SiLU's vector loops have no scalar tail (a hidden
-        size that is a multiple of 64, as every real model's)."""
-        n, h = len(hidden_states), self.config.hidden_size
-        out = first(hidden_states)[:, : num_heads * h]  # [N, num_heads * H]
-        blocks = hidden_states + nn.functional.silu(out.view(n, num_heads, h).transpose(0, 1))
-        blocks = blocks.contiguous()  # [num_heads, N, H], laid out as torch.stack would
-        if self.config.medusa_num_layers == 1:
-            return blocks
-        return torch.stack([head[1:-1](b) for head, b in zip(self.heads, blocks)])
-
-    def _first_linear(self) -> nn.Linear | None:
-        """One Linear(H, num_heads * H): every head's first ResBlock layer, concatenated; made again when one of
-        them changes (new data, dtype or device, an in-place write moving its version counter, another linear
-        dispatch). None for weights made under inference mode, which keep no version counter."""
-        linears = [head[0].linear for head in self.heads]
-        params = [
-            p
-            for linear in linears
-            for p in (linear.weight, linear.bias, getattr(linear, "weight_scale", None))
-            if p is not None
-        ]
-        if any(p.is_inference() for p in params):
-            return None
-        key = (
-            tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params),
-            linears[0].__dict__.get("_onednn_min_rows"),
-        )  # None: not dispatched
-        cached = self.__dict__.get("_first")  # not a submodule: no state_dict entry
-        if cached is None or cached[0] != key:
-            cached = self.__dict__["_first"] = (key, _concatenated(linears))
-        return cached[1]
+    def residual_blocks(self, hidden_states: torch.Tensor, num_heads: int) -> torch.Tensor:
+        """The first `num_heads` heads' ResBlocks -> [num_heads, N, H]. A seam: an eager engine runs the heads'
+        first layers as one matmul (minispec/compilation/medusa_first_layers.py), with the same results."""
+        return torch.stack([head[:-1](hidden_states) for head in self.heads[:num_heads]])
 
     def draft_to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
         """Columns of `draft_logits` -> target token ids (through token_map when the vocabulary is truncated)."""
@@ -284,7 +245,7 @@ class Medusa(nn.Module):
             raw.pop("truncated_vocab_size", None)
         # what vLLM's MedusaConfig needs: its model_type and architecture, and medusa_fc_bias, without which
         # vLLM builds the ResBlocks' Linear with no bias and drops the trained one
-        raw.update(model_type="medusa", architectures=["MedusaModel"], medusa_fc_bias=True)
+        raw.update(model_type="medusa", architectures=["Medusa"], medusa_fc_bias=True)
         (folder / "config.json").write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
         weights = self.medusa_state_dict()
         weight_file = folder / (SAFETENSORS_FILE if safetensors else PICKLE_FILE)
@@ -294,27 +255,6 @@ class Medusa(nn.Module):
             torch.save(weights, weight_file)
         weight_file.chmod(0o644)  # the safetensors writer leaves 0600; zoo files ship in the package
         return folder
-
-
-def _concatenated(linears: list[nn.Linear]) -> nn.Linear | Int8Linear:
-    """Linear layers of one input size as one Linear whose outputs are theirs side by side, routed through the
-    oneDNN dispatch when theirs are (the model runner's CPU linear method packs the heads' layers); int8 layers
-    (speculative_config quantization) as one int8 layer, their rows and scales side by side."""
-    if isinstance(linears[0], Int8Linear):
-        return Int8Linear(
-            *(
-                torch.cat([getattr(linear, name) for linear in linears])
-                for name in ("weight", "weight_scale", "bias")
-            ),
-            linears[0].dtype,
-        )
-    fused = nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), device="meta")
-    with torch.inference_mode(False):  # ordinary tensors, whose version counter the dispatch reads
-        fused.weight = nn.Parameter(torch.cat([linear.weight.detach() for linear in linears]), False)
-        fused.bias = nn.Parameter(torch.cat([linear.bias.detach() for linear in linears]), False)
-    if "_onednn" in linears[0].__dict__:
-        dispatch_cpu_unquantized_gemm(fused, min_rows=linears[0]._onednn_min_rows)
-    return fused
 
 
 def load_medusa_weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -358,7 +298,7 @@ def load_medusa(
     pickle `medusa_lm_head.pt`. Weight keys are those of an `nn.ModuleList` of `nn.Sequential`s:
     `{i}.{j}.linear.weight`, `{i}.{j}.linear.bias` for ResBlock j of head i, and `{i}.{L}.weight` for its
     vocabulary projection (`{i}.1.weight` when L = 1). `Medusa.save_pretrained` also writes what vLLM's
-    `MedusaConfig` reads: `model_type` "medusa", `architectures` ["MedusaModel"] and `medusa_fc_bias` true
+    `MedusaConfig` reads: `model_type` "medusa", `architectures` ["Medusa"] and `medusa_fc_bias` true
     (the ResBlocks' bias).
 
     vLLM v0.32.0 defines the `token_map` format but refuses it by default: `load_weights` turns `token_map`

@@ -26,9 +26,13 @@ lab: $(STAMP)
 
 # TEST_JOBS pytest workers (pytest-xdist), one per core of the course machines; TEST_JOBS=0 runs in-process.
 # Tests are shared out one by one, except those of an xdist_group (tests/peer), which run on one worker.
+# Tests marked slow (tests/peer against real vLLM, the chapters in a browser, each benchmark's smallest run,
+# the biggest compiled-drafter checks) run with SLOW=1, as CI runs them; `make test` alone leaves them out.
 TEST_JOBS ?= 2
+SLOW ?= 0
+TEST_MARKS := $(if $(filter 1,$(SLOW)),,-m "not slow")
 test: $(STAMP)
-	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadgroup $(TEST_MARKS) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -209,6 +209,14 @@ def _taxonomy(tmp_path):
     assert taxonomy.main(["--quick", "--methods", "ngram"]) is not None
 
 
+def _cold_start(tmp_path):
+    from minispec.bench import cold_start
+
+    prompts = cold_start.cold_start_prompts(2, 8)
+    assert len(prompts) >= 2 and all(len(p) >= 1 for p in prompts)
+    assert cold_start.compiled_graphs() >= 0
+
+
 def _vs_vllm(tmp_path):
     from minispec.bench import vs_vllm
 

@@ -68,6 +68,7 @@ def greedy(logprobs=None):
     ]
 
 
+@pytest.mark.slow  # compiles the target and three drafters: CI and `make test SLOW=1` run it
 def test_compiled_greedy_equals_compiled_plain(models):
     target, draft, eagle, eagle3 = models
     plain_llm = LLM(model=target, device="cpu", dtype="float32", enforce_eager=False)
@@ -234,9 +235,11 @@ def test_one_row_options_rewrite_a_product_as_wide_as_the_lm_head():
 @pytest.mark.parametrize(
     "shape",
     [
-        {"total_tokens": 8, "depth": 3, "top_k": 2},
+        pytest.param({"total_tokens": 8, "depth": 3, "top_k": 2}, marks=pytest.mark.slow),
         {"num_speculative_tokens": 3},
-        {"total_tokens": 8, "depth": 3, "top_k": 2, "draft_vocab_size": 48},
+        pytest.param(
+            {"total_tokens": 8, "depth": 3, "top_k": 2, "draft_vocab_size": 48}, marks=pytest.mark.slow
+        ),
     ],
     ids=["EAGLE-2 tree", "greedy chain", "EAGLE-2 tree, FR-Spec"],
 )

@@ -46,7 +46,8 @@ def test_mixed_batch_launch_order_and_grids():
         "rejection_random_sample_kernel",
     ]
     assert [x.purpose for x in launches[:2]] == ["temperature", "top_k"]
-    assert launches[2].grid == (4,) and launches[2].constexprs == {"ALL_GREEDY": False}
+    assert launches[2].grid == (4,)
+    assert launches[2].constexprs == {"ALL_GREEDY": False, "SYNTHETIC_MODE": False}
     assert launches[3].grid == (4, 4)
     assert launches[3].constexprs == {"BLOCK_SIZE": K.RECOVERED_BLOCK_SIZE, "NO_DRAFT_PROBS": False}
     assert launches[4].grid == (4,)
@@ -61,7 +62,7 @@ def test_kernels_are_restored_after_recording():
 def test_all_greedy_all_random_and_one_hot_drafts():
     greedy = kg.record_launches([GREEDY, GREEDY], [1, 2], 100)
     assert kernels_of(greedy) == ["rejection_greedy_sample_kernel"]
-    assert greedy[0].constexprs == {"ALL_GREEDY": True}
+    assert greedy[0].constexprs == {"ALL_GREEDY": True, "SYNTHETIC_MODE": False}
     random = kg.record_launches([RANDOM, RANDOM], [1, 2], 100, with_draft_probs=False)
     assert kernels_of(random) == [
         "expand_kernel",

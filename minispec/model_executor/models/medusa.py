@@ -245,7 +245,7 @@ class Medusa(nn.Module):
             raw.pop("truncated_vocab_size", None)
         # what vLLM's MedusaConfig needs: its model_type and architecture, and medusa_fc_bias, without which
         # vLLM builds the ResBlocks' Linear with no bias and drops the trained one
-        raw.update(model_type="medusa", architectures=["Medusa"], medusa_fc_bias=True)
+        raw.update(model_type="medusa", architectures=["MedusaModel"], medusa_fc_bias=True)
         (folder / "config.json").write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
         weights = self.medusa_state_dict()
         weight_file = folder / (SAFETENSORS_FILE if safetensors else PICKLE_FILE)
@@ -298,7 +298,7 @@ def load_medusa(
     pickle `medusa_lm_head.pt`. Weight keys are those of an `nn.ModuleList` of `nn.Sequential`s:
     `{i}.{j}.linear.weight`, `{i}.{j}.linear.bias` for ResBlock j of head i, and `{i}.{L}.weight` for its
     vocabulary projection (`{i}.1.weight` when L = 1). `Medusa.save_pretrained` also writes what vLLM's
-    `MedusaConfig` reads: `model_type` "medusa", `architectures` ["Medusa"] and `medusa_fc_bias` true
+    `MedusaConfig` reads: `model_type` "medusa", `architectures` ["MedusaModel"] and `medusa_fc_bias` true
     (the ResBlocks' bias).
 
     vLLM v0.32.0 defines the `token_map` format but refuses it by default: `load_weights` turns `token_map`

@@ -30,6 +30,16 @@ PY_FILES = ("arctic_inference/__init__.py", "arctic_inference/suffix_decoding/__
 PY_FILES += ("arctic_inference/suffix_decoding/cache.py",)
 
 
+def cmake_command() -> str:
+    """The system's cmake, or else PyPI's (installed into this peer environment: a build tool only)."""
+    here = Path(sys.executable).parent
+    found = shutil.which("cmake") or shutil.which("cmake", path=str(here))
+    if found is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "cmake>=3.18"], check=True)
+        found = str(here / "cmake")
+    return found
+
+
 def build(wheel_dir: Path) -> Path:
     """Build and install; returns the installed package folder."""
     target = Path(sysconfig.get_paths()["purelib"]) / "arctic_inference"
@@ -48,13 +58,14 @@ def build(wheel_dir: Path) -> Path:
             wheel.extractall(tmp / "nanobind")
         env = dict(os.environ, PYTHONPATH=str(tmp / "nanobind"))
         build_dir = tmp / "build"
+        cmake = cmake_command()
         subprocess.run(
-            ["cmake", "-S", src / "csrc" / "suffix_decoding", "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"]
+            [cmake, "-S", src / "csrc" / "suffix_decoding", "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"]
             + [f"-DPython_EXECUTABLE={sys.executable}"],
             check=True,
             env=env,
         )
-        subprocess.run(["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 1)], check=True, env=env)
+        subprocess.run([cmake, "--build", build_dir, "-j", str(os.cpu_count() or 1)], check=True, env=env)
         (extension,) = build_dir.glob("_C*.so")
         shutil.rmtree(target, ignore_errors=True)
         for name in PY_FILES:

@@ -72,3 +72,18 @@ class Engines:
             reference = good_generate(self.build(name))
             self._built[name] = (self.build(name), reference)
         return self._built[name]
+
+
+def fail_on_call(n: int, error: BaseException):
+    def wrap(fn):
+        calls = [0]
+
+        def wrapper(*args, **kwargs):
+            calls[0] += 1
+            if calls[0] == n:
+                raise error
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return wrap

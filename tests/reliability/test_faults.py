@@ -5,7 +5,7 @@ its next generate equal to a fresh engine's. `LLMEngine.abort_request` does the 
 import pytest
 
 from minispec import SamplingParams
-from tests.reliability.harness import assert_clean, assert_invariant, token_ids
+from tests.reliability.harness import assert_clean, assert_invariant, fail_on_call, token_ids
 from tests.reliability.models import CONFIGS
 
 LONG = [
@@ -14,21 +14,6 @@ LONG = [
     {"prompt_token_ids": [1, 20, 21, 22, 20, 21]},
 ]
 PARAMS = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
-
-
-def fail_on_call(n: int, error: BaseException):
-    def wrap(fn):
-        calls = [0]
-
-        def wrapper(*args, **kwargs):
-            calls[0] += 1
-            if calls[0] == n:
-                raise error
-            return fn(*args, **kwargs)
-
-        return wrapper
-
-    return wrap
 
 
 FAULTS = {

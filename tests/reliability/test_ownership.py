@@ -13,7 +13,7 @@ from minispec import SamplingParams
 from minispec.core.block_pool import BlockPool
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.sched.scheduler import Scheduler
-from tests.reliability.harness import assert_invariant
+from tests.reliability.harness import assert_invariant, fail_on_call
 from tests.reliability.models import CONFIGS
 
 PROMPTS = [{"prompt_token_ids": [1, 5 + i, 6, 7, 5 + i, 6, 7, 8]} for i in range(5)]  # 5 x 20 tokens > 60
@@ -44,18 +44,6 @@ def raise_after(n: int, error: BaseException, fn):
         if calls[0] == n:
             raise error
         return out
-
-    return wrapper
-
-
-def raise_before(n: int, error: BaseException, fn):
-    calls = [0]
-
-    def wrapper(*args, **kwargs):
-        calls[0] += 1
-        if calls[0] == n:
-            raise error
-        return fn(*args, **kwargs)
 
     return wrapper
 
@@ -107,7 +95,7 @@ def _inject(llm, fault: str, monkeypatch) -> None:
     if fault == "preemption: in waiting, still in running":
         scheduler.running = RaisingList(scheduler.running, 1, error)  # a plain list again after the test
     elif fault == "preemption: requeued, blocks not yet freed":
-        during(monkeypatch, scheduler, "_preempt", manager, "free", lambda free: raise_before(1, error, free))
+        during(monkeypatch, scheduler, "_preempt", manager, "free", fail_on_call(1, error))
     elif fault == "blocks taken from the pool, not yet recorded":
         pool = manager.block_pool
         monkeypatch.setattr(pool, "get_new_blocks", raise_after(3, error, pool.get_new_blocks))

@@ -1,8 +1,10 @@
 """ipywidgets wrappers that fall back to a static figure without a front-end (all chapters).
 
 vLLM has no counterpart. A figure function takes plain keyword arguments and returns a matplotlib Figure;
-`interactive_or_static(fn, **controls)` turns it into sliders when a person is looking, and otherwise calls
-fn once with default values.
+`interactive_or_static(fn, **controls)` always draws fn once with the default values as a normal cell output
+(so an HTML export, GitHub or the course site shows it), and, when a person is looking, adds the controls
+below it: moving one redraws that same output in place (a display handle), so the cell never holds two
+copies of the figure and the widget state holds none.
 
 Widgets or a static figure, decided in this order by `has_frontend()`:
 
@@ -12,7 +14,7 @@ Widgets or a static figure, decided in this order by `has_frontend()`:
    JupyterLab front-end that must render every widget).
 4. MINISPEC_FAST=1 alone: static (CI's nbclient runs, which have a kernel but no front-end).
 5. Otherwise: widgets. A kernel driven by nbclient / nbconvert without MINISPEC_FAST still gets the widget;
-   its first drawing is then stored in the widget state instead of the cell output.
+   its first drawing is a normal output all the same.
 
 Setting both MINISPEC_STATIC=1 and MINISPEC_WIDGETS=1 is a contradiction and raises ValueError.
 """
@@ -70,15 +72,31 @@ def static_values(fn: Callable[..., Any], controls: dict[str, Any]) -> dict[str,
     return values
 
 
+WIDGET_NOTE = "<i>Interactive in JupyterLab: move a control to redraw the figure above.</i>"
+
+
 def interactive_or_static(fn: Callable[..., Any], **controls: Any) -> Any:
-    """ipywidgets.interactive(fn, **controls) with a front-end; fn(**defaults) (a Figure) without one."""
+    """fn(**defaults) as a normal output; with a front-end also controls that redraw it (the module docstring).
+
+    Without a front-end the Figure is returned (the cell shows it); with one it is displayed and the returned
+    `ipywidgets.interactive` holds a one-line note and the controls.
+    """
+    values = static_values(fn, controls)
     if not has_frontend():
-        return fn(**static_values(fn, controls))
+        return fn(**values)
     import ipywidgets
     from IPython.display import display
 
+    handle = display(fn(**values), display_id=True)
+    drawn = {"first": True}
+
     def draw(**kwargs: Any) -> None:
-        display(fn(**kwargs))
+        if drawn["first"]:  # ipywidgets calls once on creation, with the defaults already shown
+            drawn["first"] = False
+            return
+        handle.update(fn(**kwargs))
 
     draw.__signature__ = inspect.signature(fn)  # so ipywidgets sees fn's parameters and defaults
-    return ipywidgets.interactive(draw, **controls)
+    widget = ipywidgets.interactive(draw, **controls)
+    widget.children = (ipywidgets.HTML(WIDGET_NOTE), *widget.children)
+    return widget

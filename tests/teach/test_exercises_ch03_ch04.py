@@ -18,8 +18,9 @@ from minispec.teach import exercises
         ("04.d2t", [6, 0, 9], [3, 0, 5]),
     ],
 )
-def test_answers(key, right, wrong) -> None:
-    assert exercises.check(key, right)
+def test_answers(key, right, wrong, capsys) -> None:
+    exercises.check(key, right)
+    assert capsys.readouterr().out == f"{key}: correct.\n"
     with pytest.raises(AssertionError, match="Hint"):
         exercises.check(key, wrong)
 

@@ -103,9 +103,27 @@ def test_static_values_reject_unknown_controls():
 
 
 def test_interactive_with_a_frontend(in_a_kernel):
+    """The default figure is a normal output (a display handle); moving a control updates that output."""
+    import IPython.display
+
+    shown, updated = [], []
+
+    class Handle:
+        def update(self, obj):
+            updated.append(obj)
+
+    def fake_display(obj, display_id=False):
+        shown.append(obj)
+        return Handle()
+
+    in_a_kernel.setattr(IPython.display, "display", fake_display)
     widget = interactive_or_static(figure_of, n=(2, 20, 1))
     assert isinstance(widget, ipywidgets.interactive)
     assert widget.kwargs == {"n": 11, "scale": 2.0, "label": "a"}
+    assert len(shown) == 1 and isinstance(shown[0], Figure) and updated == []
+    assert "Interactive in JupyterLab" in widget.children[0].value
+    widget.children[1].value = 5  # the slider of n
+    assert len(updated) == 1 and len(updated[0].axes[0].lines[0].get_xdata()) == 5
 
 
 def test_fast_mode(monkeypatch):

@@ -5,9 +5,10 @@ vLLM has no counterpart. A chapter's exercises live in `minispec/teach/exercises
 runs `check("02.acceptance", my_answer)`. The solution is never printed by Run All: a reader who wants it
 calls `show_solution("02.acceptance")` in a cell of their own.
 
-    check(key, None)          -> False, says "not answered yet" (Run All does not stop)
+    check(key, None)          -> says "not answered yet" (Run All does not stop)
     check(key, wrong)         -> AssertionError with the exercise's hint
-    check(key, right)         -> True
+    check(key, right)         -> says "correct."
+    check_all({k1: a1, k2: a2}) -> checks every answer, then one AssertionError naming all wrong ones
     show_solution(key)        -> prints the worked solution and the answer
 
 The expected answer is computed by a function (`Exercise.answer`), so it follows the package, and the tests
@@ -19,7 +20,7 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,19 +102,35 @@ def all_exercises() -> list[Exercise]:
     return sorted(_registry().values(), key=lambda e: e.key)
 
 
-def check(key: str, value: Any) -> bool:
-    """False (and a note) while `value` is None; True when right; AssertionError with the hint when wrong."""
+def check(key: str, value: Any) -> None:
+    """Says "not answered yet" while `value` is None and "correct." when right; AssertionError with the hint
+    when wrong. Returns nothing, so a cell ending in `check(...)` shows only that line."""
     ex = get(key)
     if value is None:
         print(f"{key}: not answered yet. Replace None with your answer and run the cell again.")
-        return False
+        return
     if not ex.is_correct(value):
         message = f"{key}: {value!r} is not right yet."
         if ex.hint:
             message += f" Hint: {ex.hint}"
         raise AssertionError(message)
     print(f"{key}: correct.")
-    return True
+
+
+def check_all(answers: Mapping[str, Any]) -> None:
+    """Check several answers in one cell: every one is judged and reported before any error is raised, so a
+    wrong first answer does not hide the others. Returns nothing, so the cell shows only the reports."""
+    if not isinstance(answers, Mapping):
+        raise TypeError(f"answers={answers!r} must be a dict of exercise key -> answer")
+    wrong = []
+    for key, value in answers.items():
+        try:
+            check(key, value)
+        except AssertionError as exc:
+            print(exc)
+            wrong.append(str(exc))
+    if wrong:
+        raise AssertionError(f"{len(wrong)} of {len(answers)} not right yet:\n" + "\n".join(wrong))
 
 
 def show_solution(key: str) -> None:
@@ -121,4 +138,4 @@ def show_solution(key: str) -> None:
     print(f"{ex.key}: {ex.question}\n\n{ex.solution}\n\nAnswer: {ex.answer()!r}")
 
 
-__all__ = ["Exercise", "all_exercises", "check", "get", "show_solution"]
+__all__ = ["Exercise", "all_exercises", "check", "check_all", "get", "show_solution"]

@@ -1,8 +1,8 @@
 """minispec's suffix tree against Arctic Inference 0.1.1's (the C++ one vLLM v0.32.0's suffix decoding uses).
 
 Runs under `.venv-vllm/bin/python` once `make peer` has built Arctic's suffix tree there (peer/build_arctic.py);
-tests/peer/test_suffix_vs_arctic.py drives it. minispec's `minispec/spec_decode/suffix_tree.py` is loaded from its
-file (it imports nothing from minispec), so the peer environment needs no minispec install. Random sequences
+tests/peer/test_suffix_vs_arctic.py drives it. minispec's `minispec/arctic_inference/suffix_decoding.py` is
+loaded from its file (it imports nothing from minispec), so the peer environment needs no minispec install. Random sequences
 over small vocabularies (many equal counts, so the order of equal-count children matters) are appended,
 removed and speculated from, on `SuffixTree` and on `SuffixDecodingCache` (starting, stopping and evicting
 requests), and every draft is compared: tokens, parents, float32 probabilities, score and match length.
@@ -22,9 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_minispec_tree():
-    spec = importlib.util.spec_from_file_location("suffix_tree", ROOT / "minispec/spec_decode/suffix_tree.py")
+    spec = importlib.util.spec_from_file_location(
+        "suffix_decoding", ROOT / "minispec/arctic_inference/suffix_decoding.py"
+    )
     module = importlib.util.module_from_spec(spec)
-    sys.modules["suffix_tree"] = module  # dataclasses look their module up
+    sys.modules["suffix_decoding"] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 

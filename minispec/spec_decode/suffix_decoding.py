@@ -1,7 +1,7 @@
 """Suffix decoding proposer (chapter 5); vLLM v0.32.0: vllm/v1/spec_decode/suffix_decoding.py.
 
-Model-free, like n-gram lookup, but it remembers: drafts come from suffix trees (minispec/spec_decode/
-suffix_tree.py, Arctic Inference's SuffixDecodingCache) over the request's own prompt and output, and over the
+Model-free, like n-gram lookup, but it remembers: drafts come from suffix trees (Arctic Inference's
+SuffixDecodingCache, mirrored in minispec/arctic_inference/suffix_decoding.py) over the request's own prompt and output, and over the
 outputs of up to suffix_decoding_max_cached_requests earlier requests, so a workload that repeats itself drafts
 long runs from what it generated before. Each step each request gets 0 .. num_speculative_tokens drafts.
 Same constructor, `propose` steps and cache calls as vLLM: a request's trees start the first time it samples,
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from minispec.spec_decode.suffix_tree import SuffixDecodingCache
+from minispec.arctic_inference.suffix_decoding import SuffixDecodingCache
 
 if TYPE_CHECKING:
     from minispec.config import VllmConfig

@@ -4,7 +4,8 @@ Chapter 5. Counterparts: Arctic Inference 0.1.1's `csrc/suffix_decoding/suffix_t
 `arctic_inference/suffix_decoding/cache.py` (SuffixDecodingCache), which vLLM v0.32.0's
 `vllm/v1/spec_decode/suffix_decoding.py` imports. Same methods, arguments and results; the speculation rule,
 float32 arithmetic and the order in which equal-count children are tried are Arctic's, so drafts agree token
-for token (tests/spec_decode/test_suffix_tree.py checks them against a brute force and against Arctic's build).
+for token (tests/arctic_inference/test_suffix_decoding.py checks them against a brute force, tests/peer
+against Arctic's build).
 
 What differs: the tree is a plain (uncompressed) trie in Python, one node per token and depth (a few KB per
 stored token at depth 24), where Arctic compresses single-child chains into one node (O(n) memory) and keeps

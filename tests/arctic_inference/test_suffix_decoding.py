@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from minispec.spec_decode.suffix_tree import SuffixDecodingCache, SuffixTree
+from minispec.arctic_inference.suffix_decoding import SuffixDecodingCache, SuffixTree
 
 f32 = np.float32
 

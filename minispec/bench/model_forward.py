@@ -2,33 +2,61 @@
 
 No vLLM counterpart: this is the measurement behind "verifying k + 1 tokens costs about as much as decoding
 one" (vLLM's `benchmarks/` time whole engine runs instead). It drives minispec's own model runner, so the
-timing includes building the flattened batch, as a real engine step does.
+timing includes building the flattened batch, as a real engine step does. Every sample is kept and the
+candidates are timed in turns (`minispec.bench.roofline.timed_in_turns`), so the chapters draw intervals.
 
-`profile_forward` adds what chapter 1 compares the times with: the bytes of weights one forward reads and
-the KV cache per token, so the memory floor weight_bytes / bandwidth can be drawn under the measurement, and
-the one-token forward timed again with every matmul replaced by a free stand-in
-(`measure_without_matmuls`) and its matmuls timed alone, back to back (`measure_matmuls_only`). On a CPU the
-two parts add up to less than the forward: each matmul streams megabytes of weights through the core's
-cache, and the small operations after it find their code and data evicted (`op_after_read` shows it).
-`load_forward_times` reads back the curves `minispec.bench.gpu_all` records on GPUs (docs/data/).
+`profile_forward` times, in the same turns: the forward for each M; a plain read of as many bytes as the
+forward must read (weights + the context's KV cache: the memory floor, measured); the one-token forward with
+every matmul replaced by a free stand-in; and its matmuls alone, back to back. On a CPU the two parts add up
+to less than the forward: each matmul streams megabytes of weights through the core's cache, and the small
+operations after it find their code and data evicted (`op_after_read` shows it). `ForwardProfile.regime()`
+names the regime (`minispec.teach.accelerators.forward_regime`); `measure_forward_regime` does it all in one
+call, for chapters that need chapter 1's verdict on this machine. `load_forward_times` reads back the curves
+`minispec.bench.gpu_all` records on GPUs (docs/data/).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import time
 import types
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from minispec.bench.roofline import rate_interval, timed_in_turns, torch_threads
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
 from minispec.engine.llm_engine import LLMEngine
 from minispec.sampling_params import SamplingParams
+from minispec.teach.accelerators import ForwardRegime, forward_regime
+from minispec.teach.stats import Interval, mean_interval
+
+
+def _engine(model: str, device: str, engine: LLMEngine | None) -> LLMEngine:
+    return engine or LLMEngine(model, device=device, max_num_seqs=1, dtype="float32")
+
+
+def measure_forward_samples(
+    model: str = "zoo:target",
+    num_new_tokens: list[int] | None = None,
+    context_len: int = 64,
+    repeats: int = 10,
+    device: str = "cpu",
+    engine: LLMEngine | None = None,
+    warmup: int = 1,
+) -> dict[int, list[float]]:
+    """Seconds of every timed forward (inputs + model + logits at every new token) per M in num_new_tokens,
+    the Ms timed in turns (one round times every M once), every sample kept."""
+    return _profile_samples(
+        _engine(model, device, engine), num_new_tokens or [1, 2, 4, 8, 16, 32], context_len, repeats, warmup
+    )["forward"]
 
 
 def measure_forward_time(
@@ -39,11 +67,156 @@ def measure_forward_time(
     device: str = "cpu",
     engine: LLMEngine | None = None,
 ) -> dict[int, float]:
-    """Best-of-repeats seconds of one forward (inputs + model + logits at every new token) per M in
-    num_new_tokens. Rounds are interleaved (each round times every M once), so a burst of load from other
-    jobs hits one round of every M, and the fastest round per M is kept: noise only ever adds time."""
-    num_new_tokens = num_new_tokens or [1, 2, 4, 8, 16, 32]
-    engine = engine or LLMEngine(model, device=device, max_num_seqs=1, dtype="float32")
+    """Best-of-repeats seconds of one forward per M in num_new_tokens (`measure_forward_samples` keeps every
+    sample; chapter 1 draws intervals from those)."""
+    samples = measure_forward_samples(model, num_new_tokens, context_len, repeats, device, engine)
+    return {m: min(s) for m, s in samples.items()}
+
+
+@dataclass(frozen=True)
+class ForwardProfile:
+    """A model's forward times, every sample, and the sizes that bound them from below; all timings taken in
+    the same turns (`profile_forward`)."""
+
+    samples: dict[int, list[float]]  # new tokens -> seconds of each forward
+    num_params: int
+    weight_bytes: int  # every parameter once (tied embeddings counted once), in the loaded dtype
+    kv_bytes_per_token: int  # K and V of every layer
+    context_len: int
+    torch_calls: int  # PyTorch functions and tensor methods called from Python in one 1-token forward
+    read_samples: list[float] = field(default_factory=list)  # a plain read of weight + KV bytes
+    no_matmul_samples: list[float] = field(default_factory=list)  # 1 token, every matmul a free stand-in
+    matmul_samples: list[float] = field(default_factory=list)  # the 1-token forward's matmuls alone
+    peak_samples: list[float] = field(default_factory=list)  # a peak_n x peak_n product in the same dtype
+    peak_n: int = 0
+
+    @property
+    def times(self) -> dict[int, float]:
+        """Mean seconds per M."""
+        return {m: float(np.mean(s)) for m, s in sorted(self.samples.items())}
+
+    @property
+    def no_matmul_seconds(self) -> float | None:
+        return float(np.mean(self.no_matmul_samples)) if self.no_matmul_samples else None
+
+    @property
+    def matmul_seconds(self) -> float | None:
+        return float(np.mean(self.matmul_samples)) if self.matmul_samples else None
+
+    @property
+    def kv_bytes(self) -> int:
+        """The context's KV cache, read once per forward."""
+        return self.kv_bytes_per_token * self.context_len
+
+    def floor_seconds(self, bandwidth: float) -> float:
+        """Time to read the weights and the context's KV cache once at `bandwidth` bytes/s."""
+        if bandwidth <= 0:
+            raise ValueError(f"bandwidth must be > 0, got {bandwidth!r}")
+        return (self.weight_bytes + self.kv_bytes) / bandwidth
+
+    def interval(self, m: int) -> Interval:
+        return mean_interval(self.samples[m])
+
+    def floor(self) -> Interval:
+        """The memory floor as measured: seconds of a plain read of weight + KV bytes, in the same turns."""
+        return mean_interval(self.read_samples)
+
+    def peak_flops(self) -> Interval | None:
+        """FLOP/s of the peak_n product timed in the same turns, if any."""
+        if not self.peak_samples:
+            return None
+        return rate_interval(2.0 * self.peak_n**3, self.peak_samples)
+
+    def regime(self, peak_flops: float | None = None) -> ForwardRegime:
+        """`forward_regime` of these samples; the compute term is 2 params M / peak_flops (default: the mean
+        of the product timed in the same turns; none when neither is known)."""
+        if peak_flops is None and self.peak_samples:
+            peak_flops = self.peak_flops().mean
+        m1 = min(self.samples)
+        compute = 2.0 * self.num_params * m1 / peak_flops if peak_flops else None
+        return forward_regime(
+            self.samples,
+            self.read_samples,
+            compute,
+            self.no_matmul_samples or None,
+            memory_bytes=self.weight_bytes + self.kv_bytes,
+        )
+
+
+def profile_forward(
+    model: str = "zoo:target",
+    num_new_tokens: list[int] | None = None,
+    context_len: int = 64,
+    repeats: int = 10,
+    device: str = "cpu",
+    peak_n: int | None = None,
+    warmup: int = 1,
+) -> ForwardProfile:
+    """Time, in turns, the forward for every M, a plain read of as many bytes as it must read, the one-token
+    forward with free matmuls, its matmuls alone, and (peak_n) a square product in the model's dtype; count
+    the model's parameters, weight bytes and KV bytes per token."""
+    engine = LLMEngine(model, device=device, max_num_seqs=1, dtype="float32")
+    params = list({id(p): p for p in engine.model.parameters()}.values())  # tied weights once
+    cfg = engine.model.config
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    dtype_bytes = params[0].element_size()
+    kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * dtype_bytes
+    weight_bytes = sum(p.numel() * p.element_size() for p in params)
+    got = _profile_samples(
+        engine,
+        num_new_tokens or [1, 2, 4, 8, 16, 32],
+        context_len,
+        repeats,
+        warmup,
+        extras=True,
+        read_bytes=weight_bytes + kv_per_token * context_len,
+        peak_n=peak_n,
+    )
+    return ForwardProfile(
+        samples=got["forward"],
+        num_params=sum(p.numel() for p in params),
+        weight_bytes=weight_bytes,
+        kv_bytes_per_token=kv_per_token,
+        context_len=context_len,
+        torch_calls=count_torch_calls(engine, context_len),
+        read_samples=got["read"],
+        no_matmul_samples=got["no_matmul"],
+        matmul_samples=got["matmuls"],
+        peak_samples=got.get("peak", []),
+        peak_n=peak_n or 0,
+    )
+
+
+def measure_forward_regime(
+    model: str = "zoo:target",
+    num_new_tokens: list[int] | None = None,
+    context_len: int = 64,
+    repeats: int = 10,
+    device: str = "cpu",
+    num_threads: int | None = 1,
+) -> ForwardRegime:
+    """Chapter 1's verdict on this machine in one call: profile the forward (with a 1024 x 1024 product for
+    the compute roof, all in turns) and return its `ForwardRegime` (`.regime`, `.evidence`). A few seconds
+    for the zoo target on one CPU thread with the defaults (1, 2, 4 and 8 new tokens)."""
+    with torch_threads(num_threads if device == "cpu" else None):
+        profile = profile_forward(
+            model, num_new_tokens or [1, 2, 4, 8], context_len, repeats, device, peak_n=1024
+        )
+    return profile.regime()
+
+
+def _profile_samples(
+    engine: LLMEngine,
+    num_new_tokens: list[int],
+    context_len: int,
+    repeats: int,
+    warmup: int,
+    extras: bool = False,
+    read_bytes: int = 0,
+    peak_n: int | None = None,
+) -> dict[str, dict | list]:
+    """The timings behind measure_forward_samples and profile_forward, in turns:
+    {"forward": {M: samples}, and with extras "read", "no_matmul", "matmuls" (and "peak"): samples}."""
     runner, kv = engine.model_runner, engine.kv_cache_manager
     vocab = engine.model.config.vocab_size
     generator = torch.Generator().manual_seed(0)
@@ -54,85 +227,42 @@ def measure_forward_time(
             f"context_len + max(num_new_tokens) = {len(tokens)} tokens do not fit in the KV cache"
         )
     blocks = [kv.get_block_ids(request.request_id)]
+    fns: dict = {}
+    around: dict = {}
+    for m in num_new_tokens:
+        fns[m] = lambda m=m: _forward(runner, request, blocks, context_len, m)
     try:
         with torch.inference_mode():
             _forward(runner, request, blocks, 0, context_len)  # fill the cache with the context
-            for m in num_new_tokens:  # warm-up
-                _forward(runner, request, blocks, context_len, m)
-            if engine.device.type == "cuda":
-                torch.cuda.synchronize()
-            times = {m: float("inf") for m in num_new_tokens}
-            for _ in range(repeats):
-                for m in num_new_tokens:
-                    start = time.perf_counter()
-                    _forward(runner, request, blocks, context_len, m)
-                    if engine.device.type == "cuda":
-                        torch.cuda.synchronize()
-                    times[m] = min(times[m], time.perf_counter() - start)
+            if extras:
+                buffer = torch.ones(max(1, read_bytes // 4), dtype=torch.float32, device=engine.device)
+                fns["read"] = buffer.sum
+                fns["no_matmul"] = lambda: _forward(runner, request, blocks, context_len, 1)
+                around["no_matmul"] = lambda: _free_matmuls(engine)
+                calls = _record_matmul_calls(
+                    engine, lambda: _forward(runner, request, blocks, context_len, 1)
+                )
+                fns["matmuls"] = lambda: [layer(x) for layer, x in calls]
+                if peak_n:
+                    dtype = next(engine.model.parameters()).dtype
+                    a = torch.randn(peak_n, peak_n, dtype=dtype, device=engine.device)  # [n, n]
+                    b = torch.randn(peak_n, peak_n, dtype=dtype, device=engine.device)  # [n, n]
+                    fns["peak"] = lambda: torch.nn.functional.linear(a, b)
+            samples = timed_in_turns(fns, repeats, warmup, engine.device, around)
     finally:
         kv.free(request)
-    return times
+    out: dict[str, dict | list] = {"forward": {m: samples[m] for m in num_new_tokens}}
+    out |= {name: samples[name] for name in ("read", "no_matmul", "matmuls", "peak") if name in samples}
+    return out
 
 
-@dataclass(frozen=True)
-class ForwardProfile:
-    """A model's forward times and the sizes that bound them from below."""
-
-    times: dict[int, float]  # new tokens -> best-of-repeats seconds of one forward
-    num_params: int
-    weight_bytes: int  # every parameter once (tied embeddings counted once), in the loaded dtype
-    kv_bytes_per_token: int  # K and V of every layer
-    context_len: int
-    torch_calls: int  # PyTorch functions and tensor methods called from Python in one 1-token forward
-    no_matmul_seconds: float | None = None  # the 1-token forward with every matmul a free stand-in
-    matmul_seconds: float | None = None  # the 1-token forward's matmuls alone, back to back
-
-    def floor_seconds(self, bandwidth: float) -> float:
-        """Time to read the weights and the context's KV cache once at `bandwidth` bytes/s."""
-        if bandwidth <= 0:
-            raise ValueError(f"bandwidth must be > 0, got {bandwidth!r}")
-        return (self.weight_bytes + self.kv_bytes_per_token * self.context_len) / bandwidth
-
-
-def profile_forward(
-    model: str = "zoo:target",
-    num_new_tokens: list[int] | None = None,
-    context_len: int = 64,
-    repeats: int = 5,
-    device: str = "cpu",
-) -> ForwardProfile:
-    """measure_forward_time, plus the model's parameter count, weight bytes and KV bytes per token."""
-    from minispec.engine.llm_engine import LLMEngine
-
-    engine = LLMEngine(model, device=device, max_num_seqs=1, dtype="float32")
-    times = measure_forward_time(model, num_new_tokens, context_len, repeats, device, engine=engine)
-    torch_calls = count_torch_calls(engine, context_len)
-    no_matmul = measure_without_matmuls(engine, context_len, repeats)
-    matmuls = measure_matmuls_only(engine, context_len, repeats)
-    params = {id(p): p for p in engine.model.parameters()}.values()  # tied weights once
-    cfg = engine.model.config
-    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    dtype_bytes = next(iter(params)).element_size()
-    kv_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * dtype_bytes
-    return ForwardProfile(
-        times=times,
-        num_params=sum(p.numel() for p in params),
-        weight_bytes=sum(p.numel() * p.element_size() for p in params),
-        kv_bytes_per_token=kv_per_token,
-        context_len=context_len,
-        torch_calls=torch_calls,
-        no_matmul_seconds=no_matmul,
-        matmul_seconds=matmuls,
-    )
-
-
-def measure_without_matmuls(engine: LLMEngine, context_len: int = 64, repeats: int = 5) -> float:
-    """Best-of-repeats seconds of a one-token forward (logits included) whose linear layers hand back a ready
-    zero tensor of the right shape instead of multiplying: what the forward costs besides its matmuls
-    (attention, norms, RoPE, activations and eager PyTorch's cost per operation). The layers are restored."""
+@contextlib.contextmanager
+def _free_matmuls(engine: LLMEngine) -> Iterator[None]:
+    """Every linear layer hands back a ready zero tensor of the right shape instead of multiplying; the
+    layers' own forwards (the CPU dispatch binds one per layer) are restored on leaving."""
     linears = [m for m in engine.model.modules() if isinstance(m, nn.Linear)]
-    saved = [m.__dict__.get("forward") for m in linears]  # the CPU dispatch binds its own forward
-    outputs: dict[tuple, torch.Tensor] = {}
+    saved = [m.__dict__.get("forward") for m in linears]
+    outputs = engine.__dict__.setdefault("_free_matmul_outputs", {})
 
     def free(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         key = (tuple(x.shape[:-1]), layer.out_features, x.dtype, x.device)
@@ -143,15 +273,39 @@ def measure_without_matmuls(engine: LLMEngine, context_len: int = 64, repeats: i
     try:
         for layer in linears:
             layer.forward = types.MethodType(free, layer)
-        times = measure_forward_time(
-            num_new_tokens=[1], context_len=context_len, repeats=repeats, engine=engine
-        )
+        yield
     finally:
         for layer, forward in zip(linears, saved):
             if forward is None:
                 del layer.forward
             else:
                 layer.forward = forward
+
+
+def _record_matmul_calls(engine: LLMEngine, run) -> list[tuple[nn.Module, torch.Tensor]]:
+    """(layer, its input) for every linear layer call made by run(), in order."""
+    calls: list[tuple[nn.Module, torch.Tensor]] = []
+    linears = [m for m in engine.model.modules() if isinstance(m, nn.Linear)]
+    hooks = [
+        m.register_forward_hook(lambda layer, args, out: calls.append((layer, args[0].clone())))
+        for m in linears
+    ]
+    try:
+        run()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return calls
+
+
+def measure_without_matmuls(engine: LLMEngine, context_len: int = 64, repeats: int = 5) -> float:
+    """Best-of-repeats seconds of a one-token forward (logits included) whose linear layers hand back a ready
+    zero tensor of the right shape instead of multiplying: what the forward costs besides its matmuls
+    (attention, norms, RoPE, activations and eager PyTorch's cost per operation). The layers are restored."""
+    with _free_matmuls(engine):
+        times = measure_forward_time(
+            num_new_tokens=[1], context_len=context_len, repeats=repeats, engine=engine
+        )
     return times[1]
 
 
@@ -160,18 +314,9 @@ def measure_matmuls_only(engine: LLMEngine, context_len: int = 64, repeats: int 
     forward's order on the input it received there, with nothing in between. The weights are read as in the
     forward; the attention, norms and activations between them are left out."""
     calls: list[tuple[nn.Module, torch.Tensor]] = []
-    linears = [m for m in engine.model.modules() if isinstance(m, nn.Linear)]
-
-    def record(layer, args, out):
-        calls.append((layer, args[0].clone()))
 
     def one_token_forward(runner, request, blocks):
-        hooks = [m.register_forward_hook(record) for m in linears]
-        try:
-            _forward(runner, request, blocks, context_len, 1)
-        finally:
-            for hook in hooks:
-                hook.remove()
+        calls.extend(_record_matmul_calls(engine, lambda: _forward(runner, request, blocks, context_len, 1)))
 
     _with_context(engine, context_len, one_token_forward)
     best = float("inf")
@@ -284,8 +429,6 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, float]]:
     and compiled (enforce_eager=False), one engine after the other in this process."""
     import argparse
 
-    from minispec.bench.roofline import torch_threads
-
     ap = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     ap.add_argument("--model", default="zoo:target")
     ap.add_argument("--tokens", type=int, nargs="+", default=[1, 2, 4, 6, 8, 16, 17, 32])
@@ -299,7 +442,19 @@ def main(argv: list[str] | None = None) -> dict[str, dict[int, float]]:
         help="split the eager one-token forward into its matmuls alone, the rest alone and what the "
         "two cost together beyond their sum, and time an operation after reading buffers",
     )
+    ap.add_argument(
+        "--regime",
+        action="store_true",
+        help="print chapter 1's verdict on this machine (measure_forward_regime: memory-, compute- or "
+        "overhead-bound, with the intervals behind it)",
+    )
     args = ap.parse_args(argv)
+    if args.regime:
+        regime = measure_forward_regime(
+            args.model, args.tokens, args.context_len, max(args.repeats, 2), num_threads=args.threads
+        )
+        print(regime.evidence)
+        return {"regime": {m: r.mean for m, r in regime.verify_cost.items()}}
     if args.decompose:
         with torch_threads(args.threads):
             return {"decomposition": decompose(args.model, args.context_len, args.repeats)}

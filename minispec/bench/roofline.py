@@ -6,12 +6,21 @@ weight matrix by a handful of token vectors, so its time is the time to stream t
 a matrix product with M tokens costs about the same until M reaches the ridge point of the machine, provided
 the kernel streams the weight once whatever M is (a GPU's, or a CPU's with fast kernels for the dtype).
 
-The roof for reading weights is the *read* bandwidth (`measure_read_bandwidth`, a read-only stream of a
-buffer as large as the weight), not the copy bandwidth: a copy also writes, and on a CPU each written cache
-line is first read ("write-allocate"), so a copy runs slower than a read stream of the same size.
+Every measurement keeps all its samples, taken in turns (`timed_in_turns`: one round times every candidate
+once, then the next round), so a burst of load from another job falls on every candidate alike and the
+chapters can draw 95% intervals (`minispec.teach.stats`) and decide their sentences from them:
 
-Run `python -m minispec.bench.roofline --out docs/data/roofline_<device>.csv` on a GPU to record a curve that
-chapter 1 overlays on the datasheet predictions (`load_matmul_measurements` reads it back).
+    samples = measure_matmul_samples([1, 2, 4], variants={"float32": (torch.float32, "linear")}, repeats=10)
+    samples.interval("float32", 4)      -> the mean seconds of M = 4 and its 95% interval
+    samples.ratio("float32", 4)         -> t(4) / t(1), paired by round
+    samples.bandwidth("float32")        -> bytes/s of a plain read as large as the weight, in the same turns
+
+The roof for reading weights is the *read* bandwidth (a read-only stream of a buffer as large as the weight),
+not the copy bandwidth: a copy also writes, and on a CPU each written cache line is first read
+("write-allocate"), so a copy runs slower than a read stream of the same size.
+
+`python -m minispec.bench.roofline --out docs/data/roofline_<device>.csv` records a curve, every sample kept,
+that chapter 1 overlays on the datasheet predictions (`load_matmul_measurements` reads it back).
 """
 
 from __future__ import annotations
@@ -21,16 +30,19 @@ import contextlib
 import csv
 import platform
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
 
+from minispec.teach.accelerators import flat_through, positive_part, ratio_by_round  # noqa: F401 (re-exported)
+from minispec.teach.stats import Interval, interleaved_times, mean_interval, ratio_interval
+
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "docs" / "data"
-CSV_FIELDS = ("device", "dtype", "d_in", "d_out", "m", "seconds")
+CSV_FIELDS = ("device", "dtype", "d_in", "d_out", "m", "seconds")  # required; "samples" is optional
 
 
 def _check_positive_int(name: str, value: int) -> None:
@@ -80,7 +92,8 @@ def time_ratios(times: dict[int, float]) -> dict[int, float]:
 
 def flat_up_to(times: dict[int, float], tolerance: float = 1.25) -> int:
     """The largest M such that every measured M' <= M costs at most `tolerance` x t(M_min): how far the
-    curve stays flat (M_min itself when even the next M costs more)."""
+    curve stays flat (M_min itself when even the next M costs more). One time per M, no interval: chapter 1
+    decides from intervals instead (`flat_through`)."""
     if tolerance < 1:
         raise ValueError(f"tolerance must be >= 1, got {tolerance!r}")
     best = min(times)
@@ -89,6 +102,22 @@ def flat_up_to(times: dict[int, float], tolerance: float = 1.25) -> int:
             break
         best = m
     return best
+
+
+# ---- intervals of timings ------------------------------------------------------------------------------------
+
+
+def rate_interval(amount: float, samples: Sequence[float]) -> Interval:
+    """amount / seconds (bytes/s, FLOP/s) of each timed sample, their mean and its 95% interval (low clipped at
+    0). A rate per sample keeps a slow outlier (another job's burst) from blowing the interval up: it adds a
+    rate near 0, where 1 / (mean seconds) would divide by an interval reaching down to 0."""
+    if amount <= 0:
+        raise ValueError(f"amount must be > 0, got {amount!r}")
+    seconds = np.asarray(samples, dtype=np.float64)
+    if seconds.size < 2 or (seconds <= 0).any():
+        raise ValueError(f"need at least 2 timed samples, each above 0, got {list(samples)!r}")
+    i = mean_interval(amount / seconds)
+    return Interval(i.mean, max(0.0, i.low), i.high, i.n)
 
 
 def _sync(device: torch.device) -> None:
@@ -115,19 +144,52 @@ def torch_threads(num_threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _best_seconds(fn: Callable[[], object], repeats: int, device: torch.device, warmup: int = 1) -> float:
-    """Fastest of `repeats` timed calls: noise (other jobs, interrupts) only ever adds time."""
-    for _ in range(warmup):
-        fn()
-    _sync(device)
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        samples.append(time.perf_counter() - start)
-    return min(samples)
+def timed_in_turns(
+    fns: Mapping[Hashable, Callable[[], object]],
+    repeats: int,
+    warmup: int = 1,
+    device: str | torch.device = "cpu",
+    around: Mapping[Hashable, Callable[[], contextlib.AbstractContextManager]] | None = None,
+) -> dict[Hashable, list[float]]:
+    """`minispec.teach.stats.interleaved_times` for devices: seconds of every call, the candidates run in turns
+    (a, b, c, a, b, c, ...) after `warmup` untimed rounds, every sample kept. On a GPU each timing waits for
+    the device (torch.cuda.synchronize) before it stops. `around[name]`, where given, makes a context entered
+    before and left after each of that candidate's calls, outside its timing (say, swapping a model's layers)."""
+    _check_positive_int("repeats", repeats)
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup={warmup!r} must be an int >= 0")
+    device = torch.device(device)
+    around = around or {}
+    unknown = set(around) - set(fns)
+    if unknown:
+        raise ValueError(f"around names candidates that fns lacks: {sorted(map(str, unknown))}")
 
+    def synced(fn: Callable[[], object]) -> Callable[[], object]:
+        def call() -> None:
+            fn()
+            _sync(device)
+
+        return call
+
+    _sync(device)
+    if not around:  # the plain case is stats.interleaved_times itself (it needs 2 rounds: keep `repeats`)
+        kept = interleaved_times({name: synced(fn) for name, fn in fns.items()}, max(repeats, 2), warmup)
+        return {name: samples[:repeats] for name, samples in kept.items()}
+    out: dict[Hashable, list[float]] = {name: [] for name in fns}
+    for round_ in range(warmup + repeats):
+        for name, fn in fns.items():
+            with around[name]() if name in around else contextlib.nullcontext():
+                _sync(device)
+                start = time.perf_counter()
+                fn()
+                _sync(device)
+                seconds = time.perf_counter() - start
+            if round_ >= warmup:
+                out[name].append(seconds)
+    return out
+
+
+# ---- decode-like matmuls -------------------------------------------------------------------------------------
 
 MATMUL_KERNELS = ("linear", "onednn")
 
@@ -142,26 +204,63 @@ def _matmul(kernel: str, weight: torch.Tensor):
     return lambda x: packed_linear(x, packed)
 
 
-def measure_matmul_times(
+@dataclass(frozen=True)
+class MatmulSamples:
+    """Seconds of y = x W^T for every variant (a dtype and a kernel) and M, every sample kept, and the seconds
+    of a plain read of a buffer as large as each variant's weight, all taken in the same turns."""
+
+    d_in: int
+    d_out: int
+    times: dict[str, dict[int, list[float]]]  # variant -> M -> seconds of each call
+    read: dict[str, list[float]]  # variant -> seconds to read (sum) a float32 buffer of its weight's bytes
+    bytes_per_param: dict[str, float]
+    kernels: dict[str, str] = field(default_factory=dict)
+
+    def interval(self, variant: str, m: int) -> Interval:
+        """Mean seconds of one product with M = m rows and its 95% interval."""
+        return mean_interval(self.times[variant][m])
+
+    def ratio(self, variant: str, m: int) -> Interval:
+        """t(m) / t(M_min), paired by round."""
+        return ratio_by_round(self.times[variant])[m]
+
+    def weight_bytes(self, variant: str) -> float:
+        return self.d_in * self.d_out * self.bytes_per_param[variant]
+
+    def bandwidth(self, variant: str) -> Interval:
+        """Read bandwidth (bytes/s) over a buffer as large as the variant's weight, in the same turns."""
+        return rate_interval(self.weight_bytes(variant), self.read[variant])
+
+    def read_rate(self, variant: str, m: int) -> Interval:
+        """Bytes/s at which the product of M = m rows moves its bytes (`matmul_bytes`)."""
+        nbytes = matmul_bytes(m, self.d_in, self.d_out, self.bytes_per_param[variant])
+        return rate_interval(nbytes, self.times[variant][m])
+
+    def read_share(self, variant: str, m: int) -> Interval:
+        """The share of the read bandwidth the product of M = m rows reaches: a plain read's seconds of the
+        weight's bytes over the product's seconds, paired by round (1: as fast as a plain read)."""
+        return positive_part(ratio_interval(self.read[variant], self.times[variant][m]))
+
+
+def measure_matmul_samples(
     ms: Sequence[int],
     d_in: int = 4096,
     d_out: int = 3072,
-    dtype: torch.dtype = torch.float32,
-    repeats: int = 5,
+    variants: Mapping[str, tuple[torch.dtype, str]] | None = None,
+    repeats: int = 10,
     device: str | torch.device = "cpu",
     num_threads: int | None = None,
-    kernel: str = "linear",
-) -> dict[int, float]:
-    """Best-of-repeats seconds of y = x W^T for x [m, d_in] and W [d_out, d_in], for each m in ms: the
-    product a model's nn.Linear runs in a decode step. kernel="linear": `torch.nn.functional.linear`, weight
-    as nn.Linear stores it; kernel="onednn" (CPU; float32, and bfloat16 where oneDNN packs it): oneDNN's matmul
-    on the weight packed once beforehand, as vLLM's CPU backend and minispec's eager engine run layers
-    (minispec/model_executor/layers/utils.py).
+    warmup: int = 1,
+) -> MatmulSamples:
+    """Every sample of y = x W^T, x [m, d_in], W [d_out, d_in], for each m in ms and each variant
+    {label: (dtype, kernel)} (default {"float32": (torch.float32, "linear")}), all in turns with a plain read
+    of a buffer as large as each weight. kernel="linear": `torch.nn.functional.linear`, weight as nn.Linear
+    stores it; kernel="onednn" (CPU; float32, and bfloat16 where oneDNN packs it): oneDNN's matmul on the
+    weight packed once beforehand, as vLLM's CPU backend and minispec's eager engine run layers
+    (minispec/model_executor/layers/utils.py). Variants of one dtype multiply the same weight.
 
-    The repeats are interleaved (one round times every m, then the next round), so a burst of load from
-    other jobs slows one round of every m rather than every repeat of one m. Pick d_in * d_out * bytes
-    larger than the last-level cache (tens of MB), otherwise the weight is read from cache and the measured
-    "bandwidth" is the cache's, not the memory's.
+    Pick d_in * d_out * bytes larger than the last-level cache (tens of MB), otherwise the weight is read from
+    cache and the measured "bandwidth" is the cache's, not the memory's.
     """
     from minispec.model_executor.layers.utils import require_packable
 
@@ -172,28 +271,128 @@ def measure_matmul_times(
         raise ValueError("ms must name at least one token count, got an empty sequence")
     for m in ms:
         _check_positive_int("m", m)
+    variants = dict(variants) if variants is not None else {"float32": (torch.float32, "linear")}
+    if not variants:
+        raise ValueError("variants must name at least one (dtype, kernel), got an empty mapping")
     device = torch.device(device)
-    if kernel not in MATMUL_KERNELS:
-        raise ValueError(f"kernel={kernel!r}: choose one of {list(MATMUL_KERNELS)}")
-    if kernel == "onednn":
-        if device.type != "cpu":
-            raise ValueError(f"kernel='onednn' runs on a CPU; got device={device.type!r}")
-        require_packable(dtype)
-    weight = torch.randn(d_out, d_in, dtype=dtype, device=device)  # [d_out, d_in], as nn.Linear
-    inputs = {int(m): torch.randn(m, d_in, dtype=dtype, device=device) for m in ms}  # [m, d_in] each
-    best = {m: float("inf") for m in inputs}
+    for label, (dtype, kernel) in variants.items():
+        if kernel not in MATMUL_KERNELS:
+            raise ValueError(f"variant {label!r}: kernel={kernel!r}; choose one of {list(MATMUL_KERNELS)}")
+        if kernel == "onednn":
+            if device.type != "cpu":
+                raise ValueError(
+                    f"variant {label!r}: kernel='onednn' runs on a CPU; got device={device.type!r}"
+                )
+            require_packable(dtype)
+    weights = {dtype: torch.randn(d_out, d_in, dtype=dtype, device=device) for dtype, _ in variants.values()}
+    bytes_per_param = {label: float(weights[dt].element_size()) for label, (dt, _) in variants.items()}
+    buffers: dict[int, torch.Tensor] = {}  # float32 buffers to read, one per weight size
+    fns: dict[Hashable, Callable[[], object]] = {}
     with torch_threads(num_threads), torch.inference_mode():
-        product = _matmul(kernel, weight)
-        for x in inputs.values():
-            product(x)  # warm-up: first-call allocations, kernel selection
-        _sync(device)
-        for _ in range(repeats):
-            for m, x in inputs.items():
-                start = time.perf_counter()
-                product(x)  # [m, d_out]
-                _sync(device)
-                best[m] = min(best[m], time.perf_counter() - start)
-    return best
+        for label, (dtype, kernel) in variants.items():
+            product = _matmul(kernel, weights[dtype])  # [d_out, d_in] weight, packed once for onednn
+            nbytes = d_in * d_out * weights[dtype].element_size()
+            if nbytes not in buffers:
+                buffers[nbytes] = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device)
+            fns[(label, "read")] = buffers[nbytes].sum
+            for m in ms:
+                x = torch.randn(int(m), d_in, dtype=dtype, device=device)  # [m, d_in]
+                fns[(label, int(m))] = lambda product=product, x=x: product(x)  # [m, d_out]
+        samples = timed_in_turns(fns, repeats, warmup=warmup, device=device)
+    return MatmulSamples(
+        d_in,
+        d_out,
+        times={label: {int(m): samples[(label, int(m))] for m in ms} for label in variants},
+        read={label: samples[(label, "read")] for label in variants},
+        bytes_per_param=bytes_per_param,
+        kernels={label: kernel for label, (_, kernel) in variants.items()},
+    )
+
+
+def measure_matmul_times(
+    ms: Sequence[int],
+    d_in: int = 4096,
+    d_out: int = 3072,
+    dtype: torch.dtype = torch.float32,
+    repeats: int = 5,
+    device: str | torch.device = "cpu",
+    num_threads: int | None = None,
+    kernel: str = "linear",
+) -> dict[int, float]:
+    """Best-of-repeats seconds of y = x W^T per m in ms (one variant of `measure_matmul_samples`, which keeps
+    every sample: chapter 1 uses that one, and draws intervals)."""
+    samples = measure_matmul_samples(
+        ms, d_in, d_out, {"m": (dtype, kernel)}, repeats, device, num_threads
+    ).times["m"]
+    return {m: min(s) for m, s in samples.items()}
+
+
+# ---- roofs -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """Samples of the machine's roofs, taken in turns: seconds to read a buffer of each size, to copy the
+    first one, and of an n x n product in each dtype."""
+
+    read: dict[str, list[float]]  # label -> seconds of a sum over a float32 buffer of read_bytes[label]
+    read_bytes: dict[str, int]
+    copy: list[float]  # seconds to copy copy_bytes
+    copy_bytes: int
+    peak: dict[str, list[float]]  # dtype label -> seconds of an n x n product
+    peak_n: int
+
+    def bandwidth(self, label: str) -> Interval:
+        """Read bandwidth in bytes/s."""
+        return rate_interval(self.read_bytes[label], self.read[label])
+
+    def copy_bandwidth(self) -> Interval:
+        """Copy bandwidth in bytes/s, counting the read and the write."""
+        return rate_interval(2.0 * self.copy_bytes, self.copy)
+
+    def peak_flops(self, label: str) -> Interval:
+        return rate_interval(2.0 * self.peak_n**3, self.peak[label])
+
+
+def measure_roofs(
+    read_bytes: Mapping[str, int],
+    dtypes: Mapping[str, torch.dtype],
+    peak_n: int = 1024,
+    repeats: int = 10,
+    device: str | torch.device = "cpu",
+    num_threads: int | None = None,
+) -> Roofs:
+    """Read bandwidth over a buffer of each size in read_bytes (a sum: reads every byte once, writes nothing),
+    copy bandwidth over the first size, and the FLOP/s of a square peak_n product in each dtype (`linear`, as
+    the matmuls: a stand-in for the compute roof), all in turns. Measure the read at the size of the weight you
+    compare with: a buffer that partly fits in a cache reads faster than one that does not."""
+    if not read_bytes or not dtypes:
+        raise ValueError("read_bytes and dtypes must each name at least one entry")
+    for nbytes in read_bytes.values():
+        _check_positive_int("read_bytes", nbytes)
+    _check_positive_int("peak_n", peak_n)
+    device = torch.device(device)
+    copy_bytes = next(iter(read_bytes.values()))
+    fns: dict[Hashable, Callable[[], object]] = {}
+    with torch_threads(num_threads), torch.inference_mode():
+        for label, nbytes in read_bytes.items():
+            fns[("read", label)] = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device).sum
+        src = torch.ones(copy_bytes, dtype=torch.uint8, device=device)  # [copy_bytes]
+        dst = torch.empty_like(src)
+        fns[("copy", "")] = lambda: dst.copy_(src)
+        for label, dtype in dtypes.items():
+            a = torch.randn(peak_n, peak_n, dtype=dtype, device=device)  # [n, n]
+            b = torch.randn(peak_n, peak_n, dtype=dtype, device=device)  # [n, n]
+            fns[("peak", label)] = lambda a=a, b=b: torch.nn.functional.linear(a, b)
+        samples = timed_in_turns(fns, repeats, device=device)
+    return Roofs(
+        read={label: samples[("read", label)] for label in read_bytes},
+        read_bytes=dict(read_bytes),
+        copy=samples[("copy", "")],
+        copy_bytes=copy_bytes,
+        peak={label: samples[("peak", label)] for label in dtypes},
+        peak_n=peak_n,
+    )
 
 
 def measure_read_bandwidth(
@@ -202,16 +401,15 @@ def measure_read_bandwidth(
     device: str | torch.device = "cpu",
     num_threads: int | None = None,
 ) -> float:
-    """Achieved read bandwidth in bytes/s: a sum over an nbytes float32 buffer, which reads every byte once
-    and writes nothing. Measure it at the size of the weight you compare with: a buffer that partly fits in
-    a cache reads faster than one that does not."""
+    """Best-of-repeats read bandwidth in bytes/s: a sum over an nbytes float32 buffer, which reads every byte
+    once and writes nothing (`measure_roofs` keeps every sample)."""
     _check_positive_int("nbytes", nbytes)
     _check_positive_int("repeats", repeats)
     device = torch.device(device)
     numel = max(1, nbytes // 4)
     src = torch.ones(numel, dtype=torch.float32, device=device)  # [numel]
     with torch_threads(num_threads), torch.inference_mode():
-        seconds = _best_seconds(lambda: src.sum(), repeats, device)
+        seconds = min(timed_in_turns({"read": src.sum}, repeats, device=device)["read"])
     return 4.0 * numel / seconds
 
 
@@ -221,14 +419,14 @@ def measure_copy_bandwidth(
     device: str | torch.device = "cpu",
     num_threads: int | None = None,
 ) -> float:
-    """Achieved memory bandwidth in bytes/s of copying an nbytes buffer (counts the read and the write)."""
+    """Best-of-repeats memory bandwidth in bytes/s of copying an nbytes buffer (counts the read and the write)."""
     _check_positive_int("nbytes", nbytes)
     _check_positive_int("repeats", repeats)
     device = torch.device(device)
     src = torch.ones(nbytes, dtype=torch.uint8, device=device)  # [nbytes]
     dst = torch.empty_like(src)
     with torch_threads(num_threads):
-        seconds = _best_seconds(lambda: dst.copy_(src), repeats, device)
+        seconds = min(timed_in_turns({"copy": lambda: dst.copy_(src)}, repeats, device=device)["copy"])
     return 2.0 * nbytes / seconds
 
 
@@ -239,7 +437,7 @@ def measure_peak_flops(
     device: str | torch.device = "cpu",
     num_threads: int | None = None,
 ) -> float:
-    """Achieved FLOP/s of a square n x n product (`linear`, as measure_matmul_times): a stand-in for the
+    """Best-of-repeats FLOP/s of a square n x n product (`linear`, as the matmuls): a stand-in for the
     machine's compute roof in this dtype."""
     _check_positive_int("n", n)
     _check_positive_int("repeats", repeats)
@@ -247,7 +445,8 @@ def measure_peak_flops(
     a = torch.randn(n, n, dtype=dtype, device=device)  # [n, n]
     b = torch.randn(n, n, dtype=dtype, device=device)  # [n, n]
     with torch_threads(num_threads), torch.inference_mode():
-        seconds = _best_seconds(lambda: torch.nn.functional.linear(a, b), repeats, device)
+        fn = lambda: torch.nn.functional.linear(a, b)  # noqa: E731
+        seconds = min(timed_in_turns({"peak": fn}, repeats, device=device)["peak"])
     return 2.0 * n**3 / seconds
 
 
@@ -288,7 +487,8 @@ def cpu_description() -> str:
 
 @dataclass(frozen=True)
 class MatmulMeasurement:
-    """One row of a recorded matmul curve (docs/data/*.csv)."""
+    """One row of a recorded matmul curve (docs/data/*.csv): the mean seconds and, where recorded, every
+    sample (then the chapter draws an interval)."""
 
     device: str
     dtype: str
@@ -296,14 +496,16 @@ class MatmulMeasurement:
     d_out: int
     m: int
     seconds: float
+    samples: tuple[float, ...] = ()
 
 
 def save_matmul_measurements(path: str | Path, rows: Sequence[MatmulMeasurement]) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(CSV_FIELDS)
+        writer.writerow((*CSV_FIELDS, "samples"))
         for r in rows:
-            writer.writerow([r.device, r.dtype, r.d_in, r.d_out, r.m, repr(r.seconds)])
+            samples = " ".join(repr(s) for s in r.samples)
+            writer.writerow([r.device, r.dtype, r.d_in, r.d_out, r.m, repr(r.seconds), samples])
 
 
 def load_matmul_measurements(data_dir: str | Path | None = None) -> dict[str, list[MatmulMeasurement]] | None:
@@ -325,6 +527,7 @@ def load_matmul_measurements(data_dir: str | Path | None = None) -> dict[str, li
                     int(row["d_out"]),
                     int(row["m"]),
                     float(row["seconds"]),
+                    tuple(float(v) for v in (row.get("samples") or "").split()),
                 )
                 curves.setdefault(rec.device, []).append(rec)
     for rows in curves.values():
@@ -344,10 +547,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     ms = [2**i for i in range(13)]  # 1 .. 4096
-    times = measure_matmul_times(ms, args.d_in, args.d_out, getattr(torch, args.dtype), args.repeats, device)
-    rows = [MatmulMeasurement(name, args.dtype, args.d_in, args.d_out, m, t) for m, t in times.items()]
+    variants = {args.dtype: (getattr(torch, args.dtype), "linear")}
+    got = measure_matmul_samples(ms, args.d_in, args.d_out, variants, args.repeats, device).times[args.dtype]
+    rows = [
+        MatmulMeasurement(name, args.dtype, args.d_in, args.d_out, m, float(np.mean(s)), tuple(s))
+        for m, s in got.items()
+    ]
     save_matmul_measurements(args.out, rows)
-    print(f"wrote {len(rows)} rows for {name} to {args.out}")
+    print(f"wrote {len(rows)} rows for {name} ({args.repeats} samples each, taken in turns) to {args.out}")
 
 
 if __name__ == "__main__":

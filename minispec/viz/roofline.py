@@ -2,15 +2,22 @@
 
 vLLM has no counterpart file. Every function returns a matplotlib Figure built without pyplot, so tests
 need no display and notebooks show each figure exactly once. Inputs come from `minispec.bench.roofline`
-(measurements), `minispec.bench.model_forward` (a real model's forward) and `minispec.teach.accelerators`
-(datasheets and the roofline model). Measured data are drawn as markers joined by solid lines, model
-predictions as dashed lines without markers, and every legend entry says which it is.
+(measurements, every sample kept), `minispec.bench.model_forward` (a real model's forward) and
+`minispec.teach.accelerators` (datasheets, the roofline model, and the regime of a forward). Measured data are
+drawn as markers with their 95% intervals (error bars; n in the legend), joined by solid lines; model
+predictions as dashed lines without markers; every legend entry says which it is.
+
+The sentences (`describe_matmul_scaling`, `describe_forward`) are decided from intervals, never from a mean
+against a typed threshold: t(M) is "level" with t(1) where the paired ratio's interval contains 1, "below" or
+"above" where it lies wholly on one side; a curve against the roofline model is counted point by point
+(`minispec.teach.stats.compare_to_model`); the regime follows `minispec.teach.accelerators.forward_regime`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -20,9 +27,14 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from minispec.bench.roofline import (
     MatmulMeasurement,
+    MatmulSamples,
     arithmetic_intensity,
+    flat_through,
     matmul_bytes,
     matmul_flops,
+    positive_part,
+    rate_interval,
+    ratio_by_round,
     roofline_time,
 )
 from minispec.teach.accelerators import (
@@ -30,11 +42,23 @@ from minispec.teach.accelerators import (
     GPU_MEMORY_UTILIZATION,
     MODEL_SHAPES,
     Accelerator,
+    ForwardRegime,
     ModelShape,
     decode_step_time,
     kv_cache_bytes,
     memory_needed,
 )
+from minispec.teach.stats import (
+    Interval,
+    compare_to_model,
+    mean_interval,
+    ratio_interval,
+    standing_to_value,
+)
+from minispec.viz.intervals import errorbar, n_label
+
+if TYPE_CHECKING:
+    from minispec.bench.model_forward import ForwardProfile
 
 _COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 _MEASURED_COLOURS = ["black", "#e377c2", "#7f7f7f", "#bcbd22"]  # measured curves, apart from the models'
@@ -42,21 +66,157 @@ _MEASURED_COLOURS = ["black", "#e377c2", "#7f7f7f", "#bcbd22"]  # measured curve
 
 @dataclass(frozen=True)
 class MatmulCurve:
-    """One measured t(M) curve of a [d_out, d_in] weight in one dtype, with the roofs to model it."""
+    """One measured t(M) curve of a [d_out, d_in] weight in one dtype and kernel, every sample kept, with the
+    roofs to model it (`from_samples` builds one from `measure_matmul_samples`)."""
 
     label: str  # e.g. "float32"
-    times: Mapping[int, float]  # M -> seconds
+    samples: Mapping[int, Sequence[float]]  # M -> seconds of each product, taken in turns
     bytes_per_param: float
-    bandwidth: float | None = None  # read bandwidth for the memory roof (bytes/s)
-    peak_flops: float | None = None  # compute roof for this dtype (FLOP/s)
-    kernel: str = "linear"  # "linear" (F.linear) or "onednn" (weight packed once: measure_matmul_times)
+    bandwidth: Interval | None = None  # read bandwidth for the memory roof (bytes/s)
+    peak_flops: Interval | None = None  # compute roof for this dtype (FLOP/s)
+    kernel: str = "linear"  # "linear" (F.linear) or "onednn" (weight packed once: measure_matmul_samples)
+    read_samples: Sequence[float] = ()  # a plain read of the weight's bytes, in the same turns
+
+    def __post_init__(self) -> None:
+        if not self.samples:
+            raise ValueError(f"{self.label}: samples must hold at least one M, got an empty mapping")
+        for m, s in self.samples.items():
+            if isinstance(s, (int, float)) or len(s) < 2:
+                raise ValueError(
+                    f"{self.label}: M = {m} needs at least 2 samples for an interval, got {s!r} "
+                    "(measure_matmul_samples keeps them)"
+                )
+
+    @classmethod
+    def from_samples(
+        cls,
+        samples: MatmulSamples,
+        variant: str,
+        label: str | None = None,
+        peak_flops: Interval | None = None,
+    ) -> MatmulCurve:
+        return cls(
+            label or variant,
+            samples.times[variant],
+            samples.bytes_per_param[variant],
+            samples.bandwidth(variant),
+            peak_flops,
+            samples.kernels.get(variant, "linear"),
+            samples.read[variant],
+        )
+
+    @property
+    def ms(self) -> list[int]:
+        return sorted(self.samples)
+
+    def intervals(self) -> dict[int, Interval]:
+        return {m: mean_interval(self.samples[m]) for m in self.ms}
+
+    def ratios(self) -> dict[int, Interval]:
+        """t(M) / t(M_min), paired by round."""
+        return ratio_by_round(self.samples)
+
+    def n(self) -> str:
+        return n_label(list(self.intervals().values()))
+
+    def model_seconds(self, d_in: int, d_out: int) -> np.ndarray | None:
+        """The roofline model max(bytes / bandwidth, FLOPs / peak) at each M, from the roofs' means."""
+        if self.bandwidth is None or self.peak_flops is None:
+            return None
+        ms = np.array(self.ms, dtype=np.float64)
+        return np.atleast_1d(
+            roofline_time(
+                matmul_flops(ms, d_in, d_out),
+                matmul_bytes(ms, d_in, d_out, self.bytes_per_param),
+                self.peak_flops.mean,
+                self.bandwidth.mean,
+            )
+        )
+
+    def read_share(self, m: int, d_in: int, d_out: int) -> Interval | None:
+        """The share of the read bandwidth the product of M rows reaches: paired with the reads of the same
+        rounds where they were taken, else against the bandwidth's mean."""
+        if len(self.read_samples) == len(self.samples[m]):
+            return positive_part(ratio_interval(self.read_samples, self.samples[m]))
+        if self.bandwidth is None:
+            return None
+        rate = rate_interval(matmul_bytes(m, d_in, d_out, self.bytes_per_param), self.samples[m])
+        return Interval(*(v / self.bandwidth.mean for v in (rate.mean, rate.low, rate.high)), rate.n)
 
 
-def _sorted(times: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
-    if not times:
-        raise ValueError("times must hold at least one (num_tokens, seconds) entry, got an empty mapping")
-    ms = np.array(sorted(times), dtype=np.float64)
-    return ms, np.array([times[int(m)] for m in ms], dtype=np.float64)
+def raise_roofs(curves: Sequence[MatmulCurve], d_in: int, d_out: int) -> tuple[list[MatmulCurve], list[str]]:
+    """A roof must bound every measurement. Where a product (mean) moved its bytes faster than the read
+    benchmark, or did more FLOP/s than the peak benchmark, of its dtype, that product's own rate interval
+    becomes the roof, for every curve of the dtype. Returns the curves and a line per raised roof."""
+    best_bw: dict[float, Interval] = {}
+    best_peak: dict[float, Interval] = {}
+    for c in curves:
+        b = c.bytes_per_param
+        for m, t in c.samples.items():
+            moved = rate_interval(matmul_bytes(m, d_in, d_out, b), t)
+            done = rate_interval(matmul_flops(m, d_in, d_out), t)
+            for store, rate in ((best_bw, moved), (best_peak, done)):
+                if b not in store or rate.mean > store[b].mean:
+                    store[b] = rate
+    notes, out = [], []
+    for c in curves:
+        bw, pk = best_bw.get(c.bytes_per_param), best_peak.get(c.bytes_per_param)
+        new = c
+        if bw is not None and c.bandwidth is not None and bw.mean > c.bandwidth.mean:
+            new = replace(new, bandwidth=bw)
+        if pk is not None and c.peak_flops is not None and pk.mean > c.peak_flops.mean:
+            new = replace(new, peak_flops=pk)
+        if new is not c:
+            notes.append(
+                f"{c.label}: roofs raised to the best product measured: read {new.bandwidth.mean / 1e9:.1f} GB/s, "
+                f"peak {new.peak_flops.mean / 1e9:.1f} GFLOP/s"
+            )
+        out.append(new)
+    return out, notes
+
+
+def achieved_flops(curve: MatmulCurve, d_in: int, d_out: int) -> list[tuple[float, Interval]]:
+    """(arithmetic intensity, achieved FLOP/s with its interval) for every M of the curve: its roofline dots."""
+    return [
+        (
+            float(arithmetic_intensity(m, d_in, d_out, curve.bytes_per_param)),
+            rate_interval(matmul_flops(m, d_in, d_out), t),
+        )
+        for m, t in sorted(curve.samples.items())
+    ]
+
+
+def _log_safe(intervals: Sequence[Interval]) -> list[Interval]:
+    """The intervals as drawn on a log axis: a low end at or below 0 (a wide interval on a busy machine) is
+    drawn at a tenth of the mean, the axis's edge of sight."""
+    return [i if i.low > 0 else Interval(i.mean, i.mean / 10, i.high, i.n) for i in intervals]
+
+
+def _as_interval(value: Interval | float) -> Interval:
+    if isinstance(value, Interval):
+        return value
+    v = float(value)
+    return Interval(v, v, v, 1)
+
+
+def _ms_text(i: Interval) -> str:
+    return f"{i.mean * 1e3:.2f} [{i.low * 1e3:.2f}, {i.high * 1e3:.2f}] ms"
+
+
+def _pct(i: Interval) -> str:
+    return f"{i.mean:.0%} [{i.low:.0%}, {i.high:.0%}]"
+
+
+def _x(i: Interval) -> str:
+    return f"{i.mean:.2f}x [{i.low:.2f}, {i.high:.2f}]"
+
+
+def _gbps(i: Interval) -> str:
+    return f"{i.mean / 1e9:.1f} [{i.low / 1e9:.1f}, {i.high / 1e9:.1f}] GB/s"
+
+
+def _list(ms: Sequence[int]) -> str:
+    return ", ".join(str(m) for m in ms)
 
 
 def _plain_number(v: float, _pos=None) -> str:
@@ -87,67 +247,41 @@ def _log10_axis(ax: Axes, axis: str = "y") -> None:
     target.set_minor_formatter(NullFormatter())
 
 
-def _as_curves(
-    times: Mapping[int, float] | Sequence[MatmulCurve],
-    bytes_per_param: float | None,
-    bandwidth: float | None,
-    peak_flops: float | None,
-) -> list[MatmulCurve]:
-    if isinstance(times, Mapping):
-        if bytes_per_param is None:
-            raise ValueError("bytes_per_param is needed when times is a single {M: seconds} mapping")
-        return [MatmulCurve("measured", times, bytes_per_param, bandwidth, peak_flops)]
-    curves = list(times)
-    if not curves:
-        raise ValueError("times must be a {M: seconds} mapping or a non-empty list of MatmulCurve, got []")
-    return curves
-
-
 def plot_matmul_scaling(
-    times: Mapping[int, float] | Sequence[MatmulCurve],
-    d_in: int,
-    d_out: int,
-    bytes_per_param: float | None = None,
-    bandwidth: float | None = None,
-    peak_flops: float | None = None,
-    device: str = "this machine",
+    curves: Sequence[MatmulCurve], d_in: int, d_out: int, device: str = "this machine"
 ) -> Figure:
-    """Left: time of x[M, d_in] W^T against M, measured (markers) and roofline model (dashed), per dtype.
-    Right: t(M) / t(1), against the two limits: flat (memory-bound) and proportional to M (compute-bound).
-
-    `times` is one {M: seconds} curve (then bytes_per_param, bandwidth and peak_flops describe it) or a
-    list of MatmulCurve, one per dtype.
-    """
-    curves = _as_curves(times, bytes_per_param, bandwidth, peak_flops)
+    """Left: time of x[M, d_in] W^T against M, measured (mean and 95% interval) and the roofline model
+    (dashed), per curve. Right: t(M) / t(1), paired by round, against the two limits: flat (memory-bound) and
+    proportional to M (compute-bound)."""
+    curves = list(curves)
+    if not curves:
+        raise ValueError("curves must hold at least one MatmulCurve, got []")
     fig = Figure(figsize=(12.5, 4.6), layout="constrained")
     ax_t, ax_r = fig.subplots(1, 2)
     all_ms: set[float] = set()
     top_ratio: dict[float, float] = {}  # per M, the highest t(M) / t(1): its label goes above, others below
     for curve in curves:
-        ms, secs = _sorted(curve.times)
-        for m, r in zip(ms.tolist(), (secs / secs[0]).tolist()):
-            top_ratio[m] = max(top_ratio.get(m, r), r)
+        for m, r in curve.ratios().items():
+            top_ratio[float(m)] = max(top_ratio.get(float(m), r.mean), r.mean)
     for i, curve in enumerate(curves):
         colour = _COLOURS[i % len(_COLOURS)]
-        ms, secs = _sorted(curve.times)
+        ms = np.array(curve.ms, dtype=np.float64)
         all_ms |= set(ms.tolist())
+        ms = ms * 2 ** (0.04 * (i - (len(curves) - 1) / 2))  # side by side, so the error bars do not overlap
+        ivs = list(curve.intervals().values())
         weight_mb = d_in * d_out * curve.bytes_per_param / 1e6
-        read_gbps = matmul_bytes(ms[0], d_in, d_out, curve.bytes_per_param) / secs[0] / 1e9
-        ax_t.plot(
+        errorbar(
+            ax_t,
             ms,
-            secs * 1e3,
-            "o-",
+            _log_safe([iv.scaled(1e3) for iv in ivs]),
+            fmt="o-",
             color=colour,
-            label=f"{curve.label}, measured ({weight_mb:.0f} MB; M = {ms[0]:g} reads at {read_gbps:.1f} GB/s)",
+            ms=4,
+            label=f"{curve.label}, measured ({weight_mb:.0f} MB): mean, 95% interval, {curve.n()}",
         )
-        if curve.bandwidth is not None and curve.peak_flops is not None:
-            model = roofline_time(
-                matmul_flops(ms, d_in, d_out),
-                matmul_bytes(ms, d_in, d_out, curve.bytes_per_param),
-                curve.peak_flops,
-                curve.bandwidth,
-            )
-            knee = curve.peak_flops / curve.bandwidth * curve.bytes_per_param / 2
+        model = curve.model_seconds(d_in, d_out)
+        if model is not None:
+            knee = curve.peak_flops.mean / curve.bandwidth.mean * curve.bytes_per_param / 2
             where = f"knee at M ~ {knee:.0f}" if knee >= 1 else "compute-bound from M = 1"
             ax_t.plot(
                 ms,
@@ -157,15 +291,23 @@ def plot_matmul_scaling(
                 alpha=0.7,
                 label=f"{curve.label}, roofline model max(bytes / BW, FLOPs / peak): {where}",
             )
-        ratio = secs / secs[0]
-        ax_r.plot(ms, ratio, "o-", color=colour, label=f"{curve.label}, measured t(M) / t({ms[0]:g})")
-        for m, r in zip(ms, ratio):
-            if m in (2, 4, 8) or m == ms[-1]:
-                above, last = r >= top_ratio[float(m)], m == ms[-1]
+        ratios = curve.ratios()
+        errorbar(
+            ax_r,
+            ms,
+            _log_safe(list(ratios.values())),
+            fmt="o-",
+            color=colour,
+            ms=4,
+            label=f"{curve.label}, measured t(M) / t({curve.ms[0]}), paired by round, {curve.n()}",
+        )
+        for x, (m, r) in zip(ms, ratios.items()):
+            if m in (2, 4, 8) or m == curve.ms[-1]:
+                above, last = r.mean >= top_ratio[float(m)], m == curve.ms[-1]
                 ax_r.annotate(
-                    f"{r:.1f}x",
-                    (m, r),
-                    xytext=(0, 6) if above else ((-4, -6) if last else (4, -6)),
+                    f"{r.mean:.1f}x",
+                    (x, r.mean),
+                    xytext=(0, 7) if above else ((-5, -7) if last else (5, -7)),
                     textcoords="offset points",
                     ha="center" if above else ("right" if last else "left"),
                     va="bottom" if above else "top",
@@ -180,7 +322,7 @@ def plot_matmul_scaling(
     ax_t.set_title(f"[{d_out} x {d_in}] weight times M tokens, {device}", fontsize=10)
     ax_t.legend(loc="upper left", fontsize=7)
     ax_t.grid(True, which="major", alpha=0.3)
-    ax_t.set_ylim(top=ax_t.get_ylim()[1] * 4)  # room for the legend above the curves
+    ax_t.set_ylim(top=ax_t.get_ylim()[1] * 10)  # room for the legend above the curves
 
     ax_r.plot(ms_all, ms_all / ms_all[0], ":", color="grey", label="compute-bound limit: proportional to M")
     ax_r.axhline(1.0, color="black", ls="--", lw=1, label="memory-bound limit: flat, t(M) = t(1)")
@@ -191,38 +333,43 @@ def plot_matmul_scaling(
     ax_r.set_title("How much more do M tokens cost than one?", fontsize=10)
     ax_r.legend(loc="upper left", fontsize=7)
     ax_r.grid(True, which="major", alpha=0.3)
-    ax_r.set_ylim(top=max(ms_all[-1] / ms_all[0], *top_ratio.values()) * 2)  # room for the top label
+    bottom = min(0.8, *(r.low for c in curves for r in _log_safe(list(c.ratios().values())))) / 1.5
+    ax_r.set_ylim(bottom, max(ms_all[-1] / ms_all[0], *top_ratio.values()) * 3)  # room for the labels
     return fig
 
 
 def plot_roofline(
-    peak_flops: float | Mapping[str, float],
-    bandwidth: float,
+    peak_flops: Interval | float | Mapping[str, Interval | float],
+    bandwidth: Interval | float,
     points: Mapping[str, float],
-    measured: Sequence[tuple[float, float]] | Mapping[str, Sequence[tuple[float, float]]] | None = None,
+    measured: Mapping[str, Sequence[tuple[float, Interval]]] | None = None,
     title: str = "Roofline",
 ) -> Figure:
     """Log-log roofline: attainable FLOP/s = min(peak, bandwidth x intensity), with labelled workloads.
 
-    peak_flops is one compute roof, or a {label: peak} mapping (one flat roof per dtype; the first is the
-    one `points` are placed on). points maps a label to an arithmetic intensity (FLOP/byte). measured holds
-    (intensity, achieved FLOP/s) pairs, or a {label: pairs} mapping, drawn as dots under the roof.
+    peak_flops is one compute roof, or a {label: peak} mapping (one flat roof per dtype; the first is the one
+    `points` are placed on); a roof given as an Interval is drawn at its mean with its 95% interval shaded.
+    points maps a label to an arithmetic intensity (FLOP/byte). measured maps a label to (intensity, achieved
+    FLOP/s interval) pairs (`achieved_flops`), drawn as dots with error bars under the roof.
     """
-    peaks = dict(peak_flops) if isinstance(peak_flops, Mapping) else {"peak": float(peak_flops)}
-    if not peaks or min(peaks.values()) <= 0 or bandwidth <= 0:
+    raw = dict(peak_flops) if isinstance(peak_flops, Mapping) else {"peak": peak_flops}
+    peaks = {label: _as_interval(p) for label, p in raw.items()}
+    bw = _as_interval(bandwidth)
+    if not peaks or min(p.mean for p in peaks.values()) <= 0 or bw.mean <= 0:
         raise ValueError(f"peak_flops and bandwidth must be > 0, got {peak_flops!r} and {bandwidth!r}")
-    sets = dict(measured) if isinstance(measured, Mapping) else ({"measured": measured} if measured else {})
-    main_peak = next(iter(peaks.values()))
-    ridges = {label: p / bandwidth for label, p in peaks.items()}
-    xs_all = [*ridges.values(), *points.values(), *(i for pts in sets.values() for i, _ in pts)]
+    sets = dict(measured or {})
+    main_peak = next(iter(peaks.values())).mean
+    ridges = {label: p.mean / bw.mean for label, p in peaks.items()}
+    xs_all = [*ridges.values(), *points.values(), *(x for pts in sets.values() for x, _ in pts)]
     lo, hi = min(xs_all) / 4, max(xs_all) * 4
     intensity = np.logspace(np.log10(lo), np.log10(hi), 200)
 
     fig = Figure(figsize=(8.5, 5.2), layout="constrained")
     ax = fig.subplots()
-    ax.plot(intensity, bandwidth * intensity / 1e9, color="black", lw=1, ls=":", alpha=0.6)
+    ax.plot(intensity, bw.mean * intensity / 1e9, color="black", lw=1, ls=":", alpha=0.6)
+    band = f", 95% interval shaded (n = {bw.n})" if bw.n > 1 else ""
     for j, (label, peak) in enumerate(peaks.items()):
-        roof = np.minimum(peak, bandwidth * intensity)
+        roof = np.minimum(peak.mean, bw.mean * intensity)
         name = "roof" if len(peaks) == 1 else f"roof, {label}"
         ax.plot(
             intensity,
@@ -230,14 +377,23 @@ def plot_roofline(
             color="black",
             lw=2 if j == 0 else 1.2,
             ls="-" if j == 0 else "-.",
-            label=f"{name}: min({peak / 1e9:.0f} GFLOP/s, {bandwidth / 1e9:.1f} GB/s x intensity)",
+            label=f"{name}: min({peak.mean / 1e9:.0f} GFLOP/s, {bw.mean / 1e9:.1f} GB/s x intensity){band}",
         )
+        if peak.n > 1 or bw.n > 1:
+            ax.fill_between(
+                intensity,
+                np.minimum(peak.low, bw.low * intensity) / 1e9,
+                np.minimum(peak.high, bw.high * intensity) / 1e9,
+                color="black",
+                alpha=0.08,
+                lw=0,
+            )
         ridge = ridges[label]
         if len(peaks) == 1:
             ax.axvline(ridge, color="grey", ls=":", lw=1)
             ax.annotate(
                 f"ridge {ridge:.3g} FLOP/byte",
-                (ridge, peak / 1e9),
+                (ridge, peak.mean / 1e9),
                 xytext=(0, 8),
                 textcoords="offset points",
                 ha="center",
@@ -252,11 +408,11 @@ def plot_roofline(
                 lw=1.2,
                 label=f"ridge point, {label}: {ridge:.3g} FLOP/byte",
             )
-    main_ridge = main_peak / bandwidth
+    main_ridge = main_peak / bw.mean
     ax.fill_between(
         intensity,
         1e-30,
-        np.minimum(main_peak, bandwidth * intensity) / 1e9,
+        np.minimum(main_peak, bw.mean * intensity) / 1e9,
         where=intensity < main_ridge,
         color=_COLOURS[0],
         alpha=0.08,
@@ -264,18 +420,20 @@ def plot_roofline(
     ax.text(lo * 1.3, main_peak / 1e9 * 2.2, "memory-bound", color=_COLOURS[0], fontsize=10)
     ax.text(hi / 1.3, main_peak / 1e9 * 2.2, "compute-bound", color=_COLOURS[1], fontsize=10, ha="right")
     for j, (label, pts) in enumerate(sets.items()):
-        xs, ys = zip(*pts)
-        ax.plot(
+        xs = [x for x, _ in pts]
+        ivs = [iv.scaled(1e-9) for _, iv in pts]
+        errorbar(
+            ax,
             xs,
-            np.array(ys) / 1e9,
-            "o",
+            _log_safe(ivs),
+            fmt="o",
             color=_COLOURS[(j + 5) % len(_COLOURS)],
             ms=4,
             alpha=0.8,
-            label=f"{label}: measured products (M = 1, 2, 4, ...)",
+            label=f"{label}: measured products (M = 1, 2, 4, ...), 95% interval, {n_label([iv for _, iv in pts])}",
         )
     for i, (label, x) in enumerate(points.items()):
-        y = min(main_peak, bandwidth * x) / 1e9
+        y = min(main_peak, bw.mean * x) / 1e9
         colour = _COLOURS[(i + 2) % len(_COLOURS)]
         ax.plot([x], [y], "D", color=colour, ms=8, zorder=5)
         ax.annotate(
@@ -290,10 +448,10 @@ def plot_roofline(
     _log10_axis(ax, "x")
     _log10_axis(ax, "y")
     bottom = min(
-        min(np.minimum(p, bandwidth * intensity).min() for p in peaks.values()) / 1e9 / 2,
-        *(min(y for _, y in pts) / 1e9 / 2 for pts in sets.values()),
+        min(np.minimum(p.mean, bw.mean * intensity).min() for p in peaks.values()) / 1e9 / 2,
+        *(min(iv.low for iv in _log_safe([iv for _, iv in pts])) / 1e9 / 2 for pts in sets.values() if pts),
     )
-    ax.set_ylim(bottom, max(peaks.values()) / 1e9 * 6)
+    ax.set_ylim(bottom, max(p.mean for p in peaks.values()) / 1e9 * 6)
     ax.set_xlim(lo, hi)
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved, log scale)")
     ax.set_ylabel("attainable GFLOP/s (log scale)")
@@ -303,85 +461,90 @@ def plot_roofline(
     return fig
 
 
-def plot_forward_times(
-    times: Mapping[int, float],
-    title: str = "zoo target model",
-    floor_s: float | None = None,
-    floor_label: str = "weight bytes / read bandwidth",
-    others: Mapping[str, Mapping[int, float]] | None = None,
-    no_matmul_s: float | None = None,
-    matmul_s: float | None = None,
-) -> Figure:
-    """A real model's forward time for M new tokens: absolute (ms) and relative to one token.
+def _band(ax: Axes, xs: np.ndarray, iv: Interval, colour: str, ls: str, label: str) -> None:
+    """A horizontal line at the interval's mean (ms) with its 95% interval shaded."""
+    ax.axhline(iv.mean * 1e3, color=colour, ls=ls, lw=1.2, label=label)
+    ax.axhspan(iv.low * 1e3, iv.high * 1e3, color=colour, alpha=0.12, lw=0)
 
-    floor_s draws the memory floor (the time to read the weights once) on the absolute panel, and
-    no_matmul_s the one-token forward with every matmul a free stand-in (`measure_without_matmuls`): below that
-    line is what the forward spends besides its matmuls, above it the matmuls. matmul_s, the matmuls alone
-    (`measure_matmuls_only`), adds a line at the sum of the two parts: what the one-token point lies above it
-    is what they cost together and not apart. `others` adds relative curves measured elsewhere, e.g. on GPUs
-    (docs/data/).
+
+def plot_forward_times(
+    profile: ForwardProfile,
+    title: str = "zoo target",
+    others: Mapping[str, Mapping[int, float]] | None = None,
+) -> Figure:
+    """A real model's forward time for M new tokens (`minispec.bench.model_forward.profile_forward`): absolute
+    (ms) and relative to one token, each point with its 95% interval.
+
+    The absolute panel also draws, each with its interval, what was timed in the same turns: the memory floor
+    (a plain read of as many bytes as the forward reads), the one-token forward with every matmul a free
+    stand-in (below it: what the forward spends besides its matmuls), and that plus the matmuls alone, back to
+    back (what the one-token point lies above it, the two parts cost together and not apart). `others` adds
+    relative curves recorded elsewhere, e.g. on GPUs (docs/data/), which carry no samples.
     """
-    ms, secs = _sorted(times)
+    samples = profile.samples
+    ms = np.array(sorted(samples), dtype=np.float64)
+    ivs = [mean_interval(samples[int(m)]) for m in ms]
+    n = n_label(ivs)
     fig = Figure(figsize=(12.5, 4.4), layout="constrained")
     ax_abs, ax_rel = fig.subplots(1, 2)
-    ax_abs.plot(ms, secs * 1e3, "o-", color=_COLOURS[0], label="measured forward time")
-    if floor_s is not None:
-        if floor_s <= 0:
-            raise ValueError(f"floor_s must be > 0, got {floor_s!r}")
-        ax_abs.axhline(
-            floor_s * 1e3,
-            color=_COLOURS[1],
-            ls="--",
-            label=f"memory floor: {floor_label} = {floor_s * 1e3:.2f} ms",
+    errorbar(
+        ax_abs, ms, [i.scaled(1e3) for i in ivs], fmt="o-", color=_COLOURS[0], ms=4,
+        label=f"measured forward time: mean, 95% interval, {n}",
+    )  # fmt: skip
+    tops = [i.high for i in ivs]
+    if profile.read_samples:
+        floor = mean_interval(profile.read_samples)
+        _band(
+            ax_abs, ms, floor, _COLOURS[1], "--",
+            f"memory floor: a plain read of weights + KV ({(profile.weight_bytes + profile.kv_bytes) / 1e6:.1f} MB) "
+            f"= {_ms_text(floor)}",
+        )  # fmt: skip
+        tops.append(floor.high)
+    if profile.no_matmul_samples:
+        rest = mean_interval(profile.no_matmul_samples)
+        _band(
+            ax_abs, ms, rest, _COLOURS[2], ":", f"one token, every matmul a free stand-in = {_ms_text(rest)}"
         )
-        ax_abs.fill_between(
-            ms,
-            floor_s * 1e3,
-            secs * 1e3,
-            color="grey",
-            alpha=0.15,
-            label="above the floor",
-        )
-    if no_matmul_s is not None:
-        ax_abs.axhline(
-            no_matmul_s * 1e3,
-            color=_COLOURS[2],
-            ls=":",
-            label=f"one token, every matmul a free stand-in = {no_matmul_s * 1e3:.2f} ms",
-        )
-        if matmul_s is not None:
-            both = (no_matmul_s + matmul_s) * 1e3
-            ax_abs.axhline(
-                both, color=_COLOURS[3], ls="-.", label=f"+ its matmuls alone, back to back = {both:.2f} ms"
+        tops.append(rest.high)
+        if profile.matmul_samples and len(profile.matmul_samples) == len(profile.no_matmul_samples):
+            both = mean_interval(np.add(profile.no_matmul_samples, profile.matmul_samples))
+            _band(
+                ax_abs, ms, both, _COLOURS[3], "-.", f"+ its matmuls alone, back to back = {_ms_text(both)}"
             )
+            tops.append(both.high)
     _log2_axis(ax_abs, ms)
-    ax_abs.set_ylim(0, max(secs.max(), floor_s or 0) * 1e3 * 1.35)
+    ax_abs.set_ylim(0, max(tops) * 1e3 * 1.45)
     ax_abs.set_xlabel("new tokens in one forward, M (log scale)")
     ax_abs.set_ylabel("forward time (ms)")
     ax_abs.set_title(f"{title}: time of one forward", fontsize=10)
     ax_abs.legend(loc="upper left", fontsize=7)
     ax_abs.grid(True, alpha=0.3)
 
-    ratio = secs / secs[0]
-    ax_rel.plot(ms, ratio, "o-", color=_COLOURS[0], label=f"{title}, measured t(M) / t(1)")
-    for m, r in zip(ms, ratio):
+    ratios = ratio_by_round(samples)
+    errorbar(
+        ax_rel, ms, _log_safe(list(ratios.values())), fmt="o-", color=_COLOURS[0], ms=4,
+        label=f"{title}, measured t(M) / t(1), paired by round, {n}",
+    )  # fmt: skip
+    for m, r in ratios.items():
         ax_rel.annotate(
-            f"{r:.2f}x", (m, r), xytext=(0, 6), textcoords="offset points", ha="center", fontsize=7
+            f"{r.mean:.2f}x", (m, r.high), xytext=(0, 4), textcoords="offset points", ha="center", fontsize=7
         )
     for j, (label, other) in enumerate((others or {}).items()):
-        oms, osecs = _sorted(other)
+        oms = np.array(sorted(other), dtype=np.float64)
+        osecs = np.array([other[int(m)] for m in oms])
         ax_rel.plot(
             oms,
             osecs / osecs[0],
-            "s-",
+            "s--",
             ms=4,
             color=_COLOURS[(j + 2) % len(_COLOURS)],
-            label=f"{label}, measured t(M) / t(1)",
+            label=f"{label}, recorded t(M) / t(1) (best of its repeats; no interval recorded)",
         )
     ax_rel.plot(ms, ms / ms[0], ":", color="grey", label="compute-bound limit: proportional to M")
     ax_rel.axhline(1.0, color="black", ls="--", lw=1, label="memory-bound limit: flat")
     _log2_axis(ax_rel, ms)
     _log10_axis(ax_rel, "y")
+    ax_rel.set_ylim(min(0.8, *(r.low for r in _log_safe(list(ratios.values())))) / 1.3, ms[-1] / ms[0] * 3)
     ax_rel.set_xlabel("new tokens in one forward, M (log scale)")
     ax_rel.set_ylabel("t(M) / t(1) (log scale)")
     ax_rel.set_title("Cost of verifying M - 1 drafts, relative to one token", fontsize=10)
@@ -429,7 +592,8 @@ def plot_decode_prediction(
     batch_size tokens, verification batch_size x (k + 1). Left: the two predicted step times per accelerator,
     their ratio ("nearly free" below free_threshold), or "does not fit" when weights + KV exceed the share of
     memory vLLM takes. Right: t(M) / t(1) against M at this batch and context (models, dashed), with any
-    measured matmul curves (markers; docs/data/*.csv or this machine's).
+    measured matmul curves (markers, with 95% intervals of the paired ratio where every sample was kept;
+    docs/data/*.csv or this machine's).
     """
     shape = _shape(model)
     if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
@@ -510,15 +674,20 @@ def plot_decode_prediction(
         )
     for j, (device, rows) in enumerate((measured or {}).items()):
         m_arr = np.array([r.m for r in rows], dtype=np.float64)
-        s_arr = np.array([r.seconds for r in rows])
-        ax_curve.plot(
-            m_arr,
-            s_arr / s_arr[0],
-            "o-",
-            color=_MEASURED_COLOURS[j % len(_MEASURED_COLOURS)],
-            ms=4,
-            label=f"{device}, measured ({rows[0].dtype} linear, {rows[0].d_out}x{rows[0].d_in})",
-        )
+        colour = _MEASURED_COLOURS[j % len(_MEASURED_COLOURS)]
+        what = f"{device}, measured ({rows[0].dtype} linear, {rows[0].d_out}x{rows[0].d_in})"
+        counts = {len(r.samples) for r in rows}
+        if len(counts) == 1 and min(counts) >= 2:  # every sample kept, taken in turns: paired ratios
+            ratios = list(ratio_by_round({r.m: r.samples for r in rows}).values())
+            errorbar(
+                ax_curve, m_arr, _log_safe(ratios), fmt="o-", color=colour, ms=4,
+                label=f"{what}: t(M) / t(1), 95% interval, {n_label(ratios)}",
+            )  # fmt: skip
+        else:
+            s_arr = np.array([r.seconds for r in rows])
+            ax_curve.plot(
+                m_arr, s_arr / s_arr[0], "o-", color=colour, ms=4, label=f"{what} (no interval recorded)"
+            )
     ax_curve.axvline(tokens_spec, color="grey", ls=":", lw=1)
     ax_curve.annotate(
         f"batch x (k + 1) = {tokens_spec}",
@@ -557,29 +726,82 @@ def roofline_points(
 # ---- sentences computed from the reader's measurements -----------------------------------------------------
 
 
+# ---- sentences computed from the reader's measurements, decided from intervals ---------------------------
+
+
+def _sides(ratios: Mapping[int, Interval]) -> dict[str, list[int]]:
+    """The Ms whose t(M) / t(1) interval lies above 1, below 1, or contains it (the smallest M left out)."""
+    out: dict[str, list[int]] = {"level": [], "below": [], "above": []}
+    for m in sorted(ratios)[1:]:
+        out[standing_to_value(ratios[m], 1.0)].append(m)
+    return out
+
+
+def _left_out(curves: Sequence[MatmulCurve], device_type: str) -> str:
+    """What the roofline model leaves out, for these kinds of product."""
+    parts = ["the cost of each call", "kernels that stream the weight slower than a plain read"]
+    if device_type == "cpu" and any(c.kernel == "linear" for c in curves):
+        parts.append("the tiles of the weight a GEMM copies on every call (F.linear)")
+    parts.append("cache effects")
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _falls(curve: MatmulCurve, below: list[int], d_in: int, d_out: int, device_type: str) -> str:
+    """describe_matmul_scaling's report of a t(M) that falls below t(1): the numbers, and where to look."""
+    ivs = curve.intervals()
+    m1 = curve.ms[0]
+    fastest = min(below, key=lambda m: ivs[m].mean)
+    rate = {
+        m: rate_interval(matmul_bytes(m, d_in, d_out, curve.bytes_per_param), curve.samples[m])
+        for m in (m1, fastest)
+    }
+    text = (
+        f" t(M) falls below t({m1}) at M = {_list(below)}, intervals apart. The bytes are the same at every M, so "
+        f"no roofline produces a fall: the library runs {m1} row another way. M = {fastest} moves "
+        f"{_gbps(rate[fastest])}, M = {m1} {_gbps(rate[m1])}."
+    )
+    if curve.kernel == "onednn":
+        text += (
+            " oneDNN chooses its kernel's blocking by the row count (`ONEDNN_VERBOSE=1` prints the kernel of each "
+            "call)."
+        )
+    elif device_type == "cpu":
+        text += (
+            " F.linear hands each shape to a library (MKL for float32; oneDNN for bfloat16 where the CPU has bf16 "
+            "instructions), which picks its own kernel per shape (`ONEDNN_VERBOSE=1` prints oneDNN's)."
+        )
+    else:
+        text += " cuBLAS picks a kernel per shape, and one row may get a matrix-vector kernel."
+    return text
+
+
 def _packed_comparison(packed: MatmulCurve, curves: Sequence[MatmulCurve]) -> str:
-    """What packing the weight once changed, against the F.linear curve of the same dtype (if measured)."""
+    """What packing the weight once changed, against the F.linear curve of the same dtype (if measured):
+    packed / unpacked seconds at the two smallest Ms, paired by round."""
     plain = next(
         (c for c in curves if c.kernel == "linear" and c.bytes_per_param == packed.bytes_per_param), None
     )
-    ms = sorted(set(packed.times) & set(plain.times)) if plain is not None else []
-    if len(ms) < 2:
+    ms = sorted(set(packed.samples) & set(plain.samples)) if plain is not None else []
+    if len(ms) < 2 or any(len(packed.samples[m]) != len(plain.samples[m]) for m in ms[:2]):
         return ""
     m1, m2 = ms[0], ms[1]
-    p1, p2, f1, f2 = packed.times[m1], packed.times[m2], plain.times[m1], plain.times[m2]
-    text = (
-        f" Against F.linear on the same weight: M = {m2} takes {p2 * 1e3:.2f} ms packed and {f2 * 1e3:.2f} ms "
-        f"unpacked ({f2 / p2:.2f}x), M = {m1} {p1 * 1e3:.2f} ms packed and {f1 * 1e3:.2f} ms unpacked."
-    )
-    if p2 < f2 and p1 > f1:
+    r1 = positive_part(ratio_interval(packed.samples[m1], plain.samples[m1]))
+    r2 = positive_part(ratio_interval(packed.samples[m2], plain.samples[m2]))
+    s1, s2 = standing_to_value(r1, 1.0), standing_to_value(r2, 1.0)
+    text = f" Packed over F.linear, same weight: {_x(r2)} the time at M = {m2}, {_x(r1)} at M = {m1}."
+    if s2 == "below" and s1 != "below":
         text += (
-            f" Packing pays from M = {m2} on. For one row the matrix-vector product stays faster; minispec's "
-            "eager engine, like vLLM, still packs every call, because a packed row's result does not depend "
-            "on how many rows share the call."
+            f" Packing pays from M = {m2} on; for one row F.linear is "
+            + ("faster" if s1 == "above" else "as fast, within the intervals")
+            + ". minispec's eager engine, like vLLM, still packs every call (the note below says why)."
         )
-    elif p2 < f2 and p1 <= f1:
-        text += f" Packing pays at every M measured, one row included ({f1 / p1:.2f}x at M = {m1})."
-    elif p2 >= f2:
+    elif s2 == "below":
+        text += (
+            f" Packing pays at every M measured, one row included ({1 / r1.mean:.2f}x faster at M = {m1})."
+        )
+    elif s2 == "level":
+        text += f" At M = {m2} the two cannot be told apart at this n."
+    else:
         text += " Here packing does not make the multi-row product cheaper."
     return text
 
@@ -588,154 +810,142 @@ def describe_matmul_scaling(
     curves: Sequence[MatmulCurve],
     d_in: int,
     d_out: int,
-    read_bandwidth: float,
     device_type: str = "cpu",
     bf16_instructions: bool | None = None,
 ) -> str:
-    """Markdown saying what the measured t(M) curves show on this machine: how far each stays flat, how fast
-    M = 1 reads the weight, and (when the numbers show it) the GEMV -> GEMM switch or missing bf16 support."""
-    from minispec.bench.roofline import flat_up_to, time_ratios
-
-    out = []
+    """Markdown saying what the measured t(M) curves show on this machine, every claim from intervals: how
+    fast M = 1 moves the weight (and what share of a plain read that is), where t(M) is level with, below or
+    above t(1), how the points sit against the roofline model (counted), and, where the intervals show one,
+    a change of kernel, a fall in t(M), or missing bf16 instructions."""
+    out, above_model = [], []
     for curve in curves:
-        ratios = time_ratios(dict(curve.times))
-        ms = sorted(ratios)
-        t1 = curve.times[ms[0]]
-        gbps = matmul_bytes(ms[0], d_in, d_out, curve.bytes_per_param) / t1 / 1e9
-        bandwidth = curve.bandwidth or read_bandwidth
-        shown = ", ".join(f"t({m}) = {ratios[m]:.1f}x" for m in ms[1:] if m in (2, 4, 8, 16))
-        flat = flat_up_to(dict(curve.times))
-        flat_text = f"flat (within 25%) up to M = {flat}" if flat > ms[0] else "not flat even from M = 1 to 2"
+        ivs, ratios, ms = curve.intervals(), curve.ratios(), curve.ms
+        m1 = ms[0]
+        rate = rate_interval(matmul_bytes(m1, d_in, d_out, curve.bytes_per_param), curve.samples[m1])
+        share = curve.read_share(m1, d_in, d_out)
         text = (
-            f"**{curve.label}** ({d_in * d_out * curve.bytes_per_param / 1e6:.0f} MB): M = {ms[0]} takes "
-            f"{t1 * 1e3:.2f} ms, reading the weight at {gbps:.1f} GB/s ({gbps * 1e9 / bandwidth:.0%} of the read "
-            f"bandwidth measured above for that size); {shown} the M = {ms[0]} time: {flat_text}."
+            f"**{curve.label}** ({d_in * d_out * curve.bytes_per_param / 1e6:.0f} MB, {curve.n()}): M = {m1} takes "
+            f"{_ms_text(ivs[m1])}, streaming at {_gbps(rate)}"
+            + (f", {_pct(share)} of a plain read in the same turns." if share is not None else ".")
         )
-        r2 = ratios.get(2)
-        if device_type == "cpu" and curve.label == "float32" and r2 is not None and r2 > 1.5:
-            text += (
-                " The jump from M = 1 to M = 2 is a change of kernel, not of hardware: for one token the BLAS "
-                "library runs a matrix-vector product (GEMV), which streams the weight once; from M = 2 on it "
-                "runs its matrix-matrix product (GEMM), built for large M, which first copies (packs) tiles of "
-                "the weight into a cache-friendly layout. With a handful of tokens that repacking, not the "
-                "arithmetic, is most of the time."
-            )
+        sides = _sides(ratios)
+        if len(ms) > 1:
+            words = {"level": "level with it", "below": "below it", "above": "above it"}
+            parts = [f"{words[s]} at M = {_list(v)}" for s, v in sides.items() if v]
+            text += f" t(M) against t({m1}), round by round: " + "; ".join(parts) + "."
+            level, no_dearer = flat_through(ratios), flat_through(ratios, allow_below=True)
+            if level > m1:
+                text += f" Flat, within the intervals, up to M = {level}."
+            elif standing_to_value(ratios[ms[1]], 1.0) == "above":
+                text += f" Not flat even from M = {m1} to {ms[1]}."
+            if no_dearer > level:
+                text += f" No M up to {no_dearer} costs more than M = {m1}."
+            text += f" t({ms[-1]}) = {_x(ratios[ms[-1]])}."
+        model = curve.model_seconds(d_in, d_out)
+        if model is not None:
+            fit = compare_to_model(list(ivs.values()), model)
+            counts = [f"{k} {side}" for k, side in ((fit.above, "above it"), (fit.level, "within reach of it"),
+                                                   (fit.below, "below it")) if k]  # fmt: skip
+            text += f" Roofline model: of {fit.n} points, " + ", ".join(counts) + "."
+            if fit.above:
+                above_model.append(curve)
+            if fit.below:
+                text += " Points below it mean the roofs underestimate this kernel."
+        if sides["below"]:
+            text += _falls(curve, sides["below"], d_in, d_out, device_type)
+        if len(ms) > 1 and model is not None and m1 == 1 and ms[1] == 2:
+            model_r2 = model[1] / model[0]
+            jump = ratios[2].low > max(1.0, model_r2)  # dearer than one token and than the model says
+            if jump and device_type == "cpu" and curve.kernel == "linear" and curve.bytes_per_param == 4:
+                text += (
+                    f" The rise to M = 2 ({_x(ratios[2])}; the model says {model_r2:.2f}x) is a change of kernel, not "
+                    "of hardware. For one row the BLAS library runs a matrix-vector product (GEMV), which streams the "
+                    "weight once. From two rows it runs a matrix-matrix product (GEMM), which first copies (packs) "
+                    "tiles of the weight. With a handful of rows that copy, not the arithmetic, is most of the time."
+                )
         if curve.kernel == "onednn":
             text += _packed_comparison(curve, curves)
-        if device_type == "cpu" and curve.label == "bfloat16":
-            if bf16_instructions is False and flat < 8:
+        if device_type == "cpu" and "bfloat16" in curve.label and len(ms) > 1:
+            no_dearer = flat_through(ratios, allow_below=True)
+            if bf16_instructions is False and standing_to_value(ratios[ms[1]], 1.0) == "above":
                 text += (
-                    " This CPU has no bfloat16 arithmetic instructions, so every bf16 product converts the weight "
-                    "to float32 in software: the conversion, not the memory, sets the time, and it grows with M. "
-                    "CPUs with bf16 instructions (AVX512_BF16, AMX) multiply bf16 natively; run this cell on one "
-                    "to see that case."
+                    " This CPU has no bfloat16 arithmetic instructions. Every bf16 product converts the weight to "
+                    "float32 in software, so the conversion, not the memory, sets the time, and it grows with M. "
+                    "CPUs with bf16 instructions (AVX512_BF16, AMX) multiply bf16 natively."
                 )
-            elif flat >= 8:
+            elif no_dearer >= 8:
                 text += (
-                    f" bfloat16 stays nearly flat to M = {flat}: the kernels stream the weight once for several "
-                    "tokens, the behaviour speculative decoding relies on."
+                    f" Up to M = {no_dearer} the kernel streams the weight once for several tokens: the behaviour "
+                    "speculative decoding relies on."
                 )
         out.append(text)
-    return "\n\n".join(f"- {t}" for t in out)
-
-
-def describe_forward(
-    times: Mapping[int, float],
-    weight_bytes: float,
-    read_bandwidth: float,
-    torch_calls: int | None = None,
-    kv_bytes: float = 0.0,
-    label: str = "zoo target",
-    no_matmul_seconds: float | None = None,
-    matmul_seconds: float | None = None,
-) -> str:
-    """Markdown placing a model's one-token forward among the three regimes: memory-bound (close to the
-    weight-reading floor), compute-bound (time grows with M), or overhead-bound (far above the floor and
-    nearly flat in M: the per-operation cost of eager PyTorch dominates). Far above the floor, the forward
-    without its matmuls (`no_matmul_seconds`, when measured) tells the two apart: if the matmuls are most of
-    the step, the step is still bound by the weights. The matmuls alone (`matmul_seconds`) then split that
-    share into reading the weights and what the reads cost the operations between them (`op_after_read`)."""
-    ms, secs = _sorted(times)
-    floor = (weight_bytes + kv_bytes) / read_bandwidth
-    t1 = secs[0]
-    share = floor / t1
-    text = (
-        f"The {label} reads {weight_bytes / 1e6:.1f} MB of weights"
-        + (f" and {kv_bytes / 1e6:.2f} MB of KV cache" if kv_bytes else "")
-        + f" per forward. At the {read_bandwidth / 1e9:.1f} GB/s measured for a buffer of that size that takes "
-        f"{floor * 1e3:.2f} ms: {share:.0%} of the measured one-token forward ({t1 * 1e3:.2f} ms)."
-    )
-    if share >= 0.5:
+    text = "\n\n".join(f"- {t}" for t in out)
+    if above_model:
         text += (
-            " The forward is close to the memory floor: **memory-bound**, as a large model's decode step is."
+            "\n\nThe roofline model counts bytes and FLOPs only. Points above it show what it leaves out: "
+            f"{_left_out(above_model, device_type)}."
         )
-    elif no_matmul_seconds is not None and t1 - no_matmul_seconds >= 0.5 * t1:
-        text += _bound_by_weight_reads(t1, weight_bytes, read_bandwidth, no_matmul_seconds, matmul_seconds)
-    else:
-        rest = (
-            t1 - floor if no_matmul_seconds is None else no_matmul_seconds
-        )  # what is not reading the weights
-        if no_matmul_seconds is not None:
-            text += (
-                f" Timed again with every matmul replaced by a free stand-in, the one-token forward still takes "
-                f"{rest * 1e3:.2f} ms ({rest / t1:.0%}):"
-            )
-        else:
-            text += f" The other {rest * 1e3:.2f} ms is neither memory traffic nor arithmetic:"
-        text += " it is overhead, so this small model is **overhead-bound**, a third regime beside memory- and compute-bound."
-        if torch_calls:
-            text += (
-                f" One forward makes {torch_calls} PyTorch calls from Python, about "
-                f"{rest / torch_calls * 1e6:.0f} us each of what is left."
-            )
-    last, ratio = ms[-1], secs[-1] / t1
-    text += f" With {last:g} new tokens the forward takes {ratio:.2f}x the one-token time"
-    text += (
-        ": the extra tokens ride on what one token costs."
-        if ratio < 0.25 * last
-        else ", close to proportional to M."
-    )
     return text
 
 
-def _bound_by_weight_reads(
-    t1: float,
-    weight_bytes: float,
-    read_bandwidth: float,
-    no_matmul_seconds: float,
-    matmul_seconds: float | None,
+def describe_forward(
+    profile: ForwardProfile,
+    regime: ForwardRegime | None = None,
+    label: str = "zoo target",
 ) -> str:
-    """describe_forward's sentences for a step whose matmuls (with what they cost the rest) are most of it."""
+    """Markdown placing a model's one-token forward among the three regimes (`forward_regime`: memory-bound,
+    compute-bound, overhead-bound), then the evidence timed in the same turns: the points against the
+    roofline model (counted), the matmuls alone and the rate they read the weights at, and what the parts
+    cost together beyond their sum (`op_after_read` shows why, on a CPU)."""
+    regime = regime or profile.regime()
+    samples = profile.samples
+    m1 = min(samples)
     text = (
-        f" Timed again with every matmul replaced by a free stand-in, the one-token forward takes "
-        f"{no_matmul_seconds * 1e3:.2f} ms"
+        f"The {label} reads {profile.weight_bytes / 1e6:.1f} MB of weights"
+        + (f" and {profile.kv_bytes / 1e6:.2f} MB of KV cache" if profile.kv_bytes else "")
+        + f" per forward. {regime.evidence}"
     )
-    if matmul_seconds is None:
-        matmuls = t1 - no_matmul_seconds
-        return text + (
-            f", so its matmuls take {matmuls * 1e3:.2f} ms ({matmuls / t1:.0%}). They read the weights at "
-            f"{weight_bytes / matmuls / 1e9:.1f} GB/s, well below the {read_bandwidth / 1e9:.1f} GB/s of one plain "
-            "read of that many bytes. So the step is still **bound by reading the weights**, the regime of a large "
-            "model's decode step, only at a lower bandwidth than the benchmark's; attention, norms, activations and "
-            f"eager PyTorch's cost per operation are the other {no_matmul_seconds * 1e3:.2f} ms."
-        )
-    together = t1 - no_matmul_seconds - matmul_seconds  # what the parts cost together beyond their sum
+    ivs = [mean_interval(samples[m]) for m in sorted(samples)]
+    model = np.array(
+        [max(regime.memory.mean, (regime.compute_seconds or 0.0) * m / m1) for m in sorted(samples)]
+    )
+    fit = compare_to_model(ivs, model)
+    counts = [f"{k} {side}" for k, side in ((fit.above, "above it"), (fit.level, "within reach of it"),
+                                           (fit.below, "below it")) if k]  # fmt: skip
     text += (
-        f"; its matmuls alone, called back to back on the same inputs, take {matmul_seconds * 1e3:.2f} ms, reading "
-        f"the weights at {weight_bytes / matmul_seconds / 1e9:.1f} GB/s (a plain read: {read_bandwidth / 1e9:.1f} "
-        "GB/s)."
+        "\n\nAgainst the roofline model (the floor, or the arithmetic at the measured peak where that is "
+        f"larger): of {fit.n} points, " + ", ".join(counts) + "."
     )
-    if together >= 0.1 * t1:
+    one = samples[m1]
+    if profile.matmul_samples and len(profile.matmul_samples) == len(one):
+        mm = mean_interval(profile.matmul_samples)
+        mm_rate = rate_interval(profile.weight_bytes, profile.matmul_samples)
         text += (
-            f" The two parts add up to {(t1 - together) * 1e3:.2f} ms, yet the forward takes {together * 1e3:.2f} ms "
-            f"more ({together / t1:.0%} of it). Each matmul streams more weights through the core's cache than it "
-            "holds, and the small operations after it find their own code and data evicted and run several times "
-            "slower (`op_after_read` times one after reads of growing size)."
+            f" The {m1}-token forward's matmuls alone, back to back, take {_ms_text(mm)}: they read the weights at "
+            f"{_gbps(mm_rate)}"
         )
-    return text + (
-        " So the step is **bound by reading the weights**, the regime of a large model's decode step: the reads "
-        "take their own time and slow down what runs between them."
-    )
+        if len(profile.read_samples) == len(one):
+            text += f" ({_pct(positive_part(ratio_interval(profile.read_samples, profile.matmul_samples)))} of a plain read)"
+        text += "."
+        if profile.no_matmul_samples and len(profile.no_matmul_samples) == len(one):
+            extra_samples = np.subtract(np.subtract(one, profile.matmul_samples), profile.no_matmul_samples)
+            extra = mean_interval(extra_samples)
+            side = standing_to_value(extra, 0.0)
+            if side == "above":
+                text += (
+                    f" The forward takes {_ms_text(extra)} more than its two parts timed apart "
+                    f"({_pct(positive_part(ratio_interval(extra_samples, one)))} of it). On a CPU, each matmul streams "
+                    "more weights through the core's cache than it holds, and the small operations after it find "
+                    "their code and data evicted (`op_after_read` measures that)."
+                )
+            elif side == "level":
+                text += " The two parts add up to the forward, within the intervals."
+            else:
+                saved = Interval(-extra.mean, -extra.high, -extra.low, extra.n)
+                text += f" The forward takes {_ms_text(saved)} less than its parts timed apart: they overlap."
+    if profile.torch_calls:
+        text += f" One forward makes {profile.torch_calls} PyTorch calls from Python."
+    return text
 
 
 def verify_cost_table_markdown(

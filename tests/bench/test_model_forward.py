@@ -24,16 +24,43 @@ def test_measure_forward_time(model):
 
 
 def test_profile_forward_sizes(model):
-    profile = profile_forward(model, [1, 2], context_len=8, repeats=1)
-    assert sorted(profile.times) == [1, 2]
+    profile = profile_forward(model, [1, 2], context_len=8, repeats=2, peak_n=16)
+    assert sorted(profile.samples) == [1, 2] and all(len(s) == 2 for s in profile.samples.values())
     assert profile.weight_bytes == 4 * profile.num_params  # float32, tied weights counted once
     assert profile.kv_bytes_per_token > 0 and profile.torch_calls > 10
-    assert 0 < profile.no_matmul_seconds < 5  # the forward with free matmuls, timed
-    assert 0 < profile.matmul_seconds < 5  # and its matmuls alone
+    assert profile.kv_bytes == 8 * profile.kv_bytes_per_token
+    # timed in the same turns: the read of the forward's bytes, the free-matmul forward, the matmuls alone
+    assert [len(s) for s in (profile.read_samples, profile.no_matmul_samples, profile.matmul_samples)] == [
+        2,
+        2,
+        2,
+    ]
+    assert 0 < profile.no_matmul_seconds < 5 and 0 < profile.matmul_seconds < 5
+    assert profile.interval(1).n == 2 and profile.floor().mean > 0 and profile.peak_flops().mean > 0
+    assert set(profile.times) == {1, 2} and profile.times[1] == pytest.approx(sum(profile.samples[1]) / 2)
     floor = profile.floor_seconds(1e9)
     assert floor == pytest.approx((profile.weight_bytes + 8 * profile.kv_bytes_per_token) / 1e9)
     with pytest.raises(ValueError, match="bandwidth"):
         profile.floor_seconds(0)
+    regime = profile.regime()
+    assert regime.regime in ("memory-bound", "compute-bound", "overhead-bound") and regime.compute_seconds > 0
+    assert set(regime.verify_cost) == {1, 2} and "n = 2" in regime.evidence
+
+
+def test_measure_forward_samples_keeps_every_sample(model):
+    from minispec.bench.model_forward import measure_forward_samples
+
+    samples = measure_forward_samples(model, [2, 1], context_len=8, repeats=3)
+    assert list(samples) == [2, 1] and all(len(s) == 3 and min(s) > 0 for s in samples.values())
+
+
+def test_measure_forward_regime(model):
+    from minispec.bench.model_forward import measure_forward_regime
+
+    regime = measure_forward_regime(model, [1, 2], context_len=8, repeats=2)
+    assert regime.regime in ("memory-bound", "compute-bound", "overhead-bound")
+    assert regime.compute_seconds is not None and regime.one_token.n == 2
+    assert str(regime) == regime.evidence and regime.regime in regime.evidence
 
 
 def test_load_forward_times(tmp_path):

@@ -98,3 +98,51 @@ def test_capacity():
     assert fits_in_memory(h200, tiny, 2.0, 10**6, 1, utilization=GPU_MEMORY_UTILIZATION)
     with pytest.raises(ValueError, match="utilization"):
         fits_in_memory(h200, tiny, 2.0, 1, utilization=1.5)
+
+
+def _rounds(base: float, factors: list[float]) -> list[float]:
+    return [base * f for f in factors]
+
+
+NOISE = [1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0]
+
+
+def test_forward_regime_memory_bound_when_the_floor_is_most_of_the_step():
+    from minispec.teach.accelerators import forward_regime
+
+    samples = {1: _rounds(2e-3, NOISE), 4: _rounds(2.05e-3, NOISE[::-1]), 16: _rounds(2.6e-3, NOISE)}
+    regime = forward_regime(samples, _rounds(1.6e-3, NOISE), compute_seconds=1e-4, memory_bytes=44e6)
+    assert regime.regime == "memory-bound" and regime.settled
+    assert 0.75 < regime.memory_share.mean < 0.85 and regime.memory_share.low >= 0.5
+    assert regime.level_through == 4 and regime.verify_cost[16].low > 1
+    assert (
+        "**memory-bound**" in regime.evidence and "44.0 MB" in regime.evidence and "n = 8" in regime.evidence
+    )
+
+
+def test_forward_regime_overhead_bound_far_above_the_floor():
+    """The forward at 17% of the floor is not called memory-bound, however much of it its matmuls take."""
+    from minispec.teach.accelerators import forward_regime
+
+    samples = {1: _rounds(6e-3, NOISE), 2: _rounds(6.1e-3, NOISE[1:] + NOISE[:1]), 4: _rounds(5e-3, NOISE)}
+    regime = forward_regime(samples, _rounds(1e-3, NOISE), 4e-4, no_matmul_samples=_rounds(1.2e-3, NOISE))
+    assert regime.regime == "overhead-bound" and regime.settled and regime.memory_share.high < 0.5
+    assert regime.rest is not None and "free stand-in" in regime.evidence
+    # t(4) below t(1), intervals apart: reported, not called flat
+    assert regime.level_through == 2 and regime.no_dearer_through == 4
+    assert "At M = 4 the forward is faster" in regime.evidence
+
+
+def test_forward_regime_compute_bound_and_the_edge():
+    from minispec.teach.accelerators import forward_regime
+
+    samples = {1: _rounds(2e-3, NOISE), 2: _rounds(4e-3, NOISE)}
+    compute = forward_regime(samples, _rounds(1e-4, NOISE), compute_seconds=1.8e-3)
+    assert compute.regime == "compute-bound" and compute.verify_cost[2].mean == pytest.approx(2.0)
+    wide = [1.0, 1.6, 0.4, 1.5, 0.5]  # a share straddling one half: bound, but not settled at this n
+    edge = forward_regime({1: _rounds(2e-3, [1.0] * 5)}, _rounds(1e-3, wide))
+    assert edge.regime == "memory-bound" and not edge.settled and "straddles" in edge.evidence
+    with pytest.raises(ValueError, match="samples"):
+        forward_regime({}, [1.0, 1.0])
+    with pytest.raises(ValueError, match="compute_seconds"):
+        forward_regime(samples, [1.0, 1.0], compute_seconds=0.0)

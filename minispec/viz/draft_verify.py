@@ -2,9 +2,9 @@
 
 vLLM has no counterpart file; the numbers come from `minispec.teach.walkthrough` (one step taken apart,
 verified by the production `rejection_sample` of `vllm/v1/sample/rejection_sampler.py`'s counterpart) and
-`minispec.bench.spec_sweep` (the engine with a draft model, for k = 1, 2, ...). The idealised curves are
-`plot_expected_tokens` / `plot_speedup` of `minispec.viz.speculation`, here drawn against k with
-measurements on top.
+`minispec.bench.spec_sweep` (the engine with a draft model, for k = 1, 2, ...), turned into intervals by
+`minispec.teach.spec_costs`. The idealised curves are `plot_expected_tokens` / `plot_speedup` of
+`minispec.viz.speculation`, here drawn against k with measurements and their 95% intervals on top.
 """
 
 from __future__ import annotations
@@ -16,13 +16,27 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from minispec.teach.stats import Interval
 from minispec.teach.theory import expected_tokens_per_step
 from minispec.teach.walkthrough import StepTrace, rejection_sample_distribution
+from minispec.viz.intervals import errorbar, n_label
 from minispec.viz.speculation import plot_rejection_histogram, plot_speedup
 from minispec.viz.tokens import render_spec_step_html
 
 _COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
 Decode = Callable[[int], str]
+Measured = dict[int, Interval]
+
+
+def _draw_measured(
+    ax, measured: Measured, label: str, colour: str = "black", marker: str = "s", dx: float = 0.0, **kw
+):
+    """Points with their 95% intervals at each k (shifted by dx, so two runs stay apart), n in the label."""
+    ks = sorted(measured)
+    ivs = [measured[k] for k in ks]
+    xs = [k + dx for k in ks]
+    label = f"{label}, 95% interval ({n_label(ivs)})"
+    errorbar(ax, xs, ivs, fmt=marker, color=colour, ms=6, label=label, **kw)
 
 
 def random_pair(vocab_size: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -147,11 +161,13 @@ def plot_step_trace(trace: StepTrace, decode: Decode, top: int = 6) -> Figure:
 def plot_tokens_vs_k(
     alphas: Sequence[float] = (0.5, 0.7, 0.8, 0.9),
     max_k: int = 8,
-    measured: dict[int, float] | None = None,
+    measured: Measured | None = None,
     alpha: float | None = None,
+    reference: Measured | None = None,
+    reference_label: str = "reference run",
 ) -> Figure:
     """E(alpha, k) against k, one line per alpha (plus a thick line for `alpha`, the one a slider moves);
-    `measured` maps k to a measured mean acceptance length."""
+    `measured` (and `reference`) map k to a measured mean acceptance length with its interval."""
     if not isinstance(max_k, int) or max_k < 1:
         raise ValueError(f"max_k must be an int >= 1, got {max_k!r}")
     ks = np.arange(0, max_k + 1)
@@ -171,9 +187,10 @@ def plot_tokens_vs_k(
             ks, expected_tokens_per_step(alpha, ks), "-", lw=3, color="#555555", label=f"alpha = {alpha:g}"
         )
     ax.plot(ks, ks + 1, ":", color="grey", lw=1, label="k + 1 (every draft accepted)")
+    if reference:
+        _draw_measured(ax, reference, reference_label, colour="#999999", marker="o", dx=-0.15)
     if measured:
-        mk = sorted(measured)
-        ax.plot(mk, [measured[k] for k in mk], "s--", color="black", ms=7, label="zoo pair, measured")
+        _draw_measured(ax, measured, "zoo pair, this machine")
     ax.set_xticks(ks)
     ax.set_xlabel("k = drafts per step")
     ax.set_ylabel("tokens per target forward (mean acceptance length)")
@@ -189,13 +206,13 @@ def plot_speedup_vs_k(
     alpha: float = 0.7,
     cs: Sequence[float] = (0.05, 0.1, 0.25, 0.5),
     max_k: int = 8,
-    measured: dict[int, float] | None = None,
+    measured: Measured | None = None,
     predicted: dict[int, float] | None = None,
     predicted_label: str = "prediction for the zoo pair",
     c: float | None = None,
 ) -> Figure:
     """plot_speedup (ideal E / (k c + 1) per draft cost in `cs`, and `c` if given) with measured speedups per
-    k on top, and optionally a prediction per k (for example the measured E over k c + 1, measured c)."""
+    k and their intervals on top, and optionally a prediction per k (say E_meas / (k c + v(k)))."""
     all_cs = [*cs, *([] if c is None else [c])]
     fig = plot_speedup(alpha, all_cs, np.arange(1, max_k + 1))
     ax = fig.axes[0]
@@ -204,20 +221,21 @@ def plot_speedup_vs_k(
         pk = sorted(predicted)
         ax.plot(pk, [predicted[k] for k in pk], "D:", color="grey", ms=5, label=predicted_label)
     if measured:
-        mk = sorted(measured)
-        ax.plot(mk, [measured[k] for k in mk], "s--", color="black", ms=7, label="zoo pair, measured")
+        _draw_measured(ax, measured, "zoo pair, measured")
     if measured or predicted:
         ax.legend(fontsize=8, loc="best")
     return fig
 
 
-def fit_alpha(mean_acceptance_length: dict[int, float]) -> float:
-    """The alpha whose E(alpha, k) best fits the measured lengths (least squares over a fine grid)."""
+def fit_alpha(mean_acceptance_length: dict[int, float | Interval]) -> float:
+    """The alpha whose E(alpha, k) best fits the measured lengths (least squares over a fine grid; an
+    Interval counts by its mean)."""
     if not mean_acceptance_length:
         raise ValueError("mean_acceptance_length must map at least one k to a measured length, got {}")
     grid = np.linspace(0.0, 0.999, 1000)
     ks = np.array(sorted(mean_acceptance_length), dtype=np.float64)
-    e = np.array([mean_acceptance_length[int(k)] for k in ks])
+    means = {k: getattr(e, "mean", e) for k, e in mean_acceptance_length.items()}
+    e = np.array([means[int(k)] for k in ks])
     err = ((expected_tokens_per_step(grid[:, None], ks[None, :]) - e[None, :]) ** 2).sum(axis=1)
     return float(grid[int(np.argmin(err))])
 
@@ -440,79 +458,107 @@ def plot_per_position_acceptance(
     return fig
 
 
-# ---- speedup prediction with the measured verification cost ----------------------------------------------
+# ---- what a step costs, and the speedup against the model ------------------------------------------------
 
 
-def verify_cost_from_forward_times(forward_times: dict[int, float], ks: Sequence[int]) -> dict[int, float]:
-    """v(k) = t(k + 1) / t(1) from measured forward times, linearly interpolated between measured M."""
-    if not forward_times or 1 not in forward_times:
-        raise ValueError(f"forward_times must include M = 1, got keys {sorted(forward_times)}")
-    ms = np.array(sorted(forward_times), dtype=np.float64)
-    ratio = np.array([forward_times[int(m)] for m in ms]) / forward_times[1]
-    return {int(k): float(np.interp(k + 1, ms, ratio)) for k in ks}
+def plot_step_costs(
+    verify: Measured,
+    draft: Interval,
+    parameter_ratio: float,
+    reference_verify: Measured | None = None,
+    reference_draft: Interval | None = None,
+    reference_label: str = "reference run",
+) -> Figure:
+    """Left: v(k) = t(k + 1) / t(1) with 95% intervals against k, and the line v = 1 (verification as cheap
+    as one token). Right: c, the draft's forward in target forwards, beside the parameter ratio."""
+    if not verify:
+        raise ValueError("verify is empty; need v(k) for at least one k")
+    if parameter_ratio <= 0:
+        raise ValueError(f"parameter_ratio={parameter_ratio!r} must be > 0")
+    fig = Figure(figsize=(12.0, 4.2), layout="constrained")
+    ax_v, ax_c = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]})
+    if reference_verify:
+        _draw_measured(ax_v, reference_verify, reference_label, colour="#999999", marker="o", dx=-0.15)
+    _draw_measured(ax_v, verify, "this machine")
+    ax_v.axhline(1.0, color=_COLOURS[2], ls="--", label="v = 1: as cheap as one token")
+    ax_v.set_xlabel("k = drafts verified (the forward covers k + 1 tokens)")
+    ax_v.set_ylabel("v(k) = t(k + 1) / t(1)")
+    ax_v.set_title("Verification cost in target forwards", fontsize=10)
+    ax_v.set_xticks(sorted({*verify, *(reference_verify or {})}))
+    ax_v.legend(fontsize=7, loc="best")
+    ax_v.grid(True, alpha=0.3)
+
+    bars = [("this machine", draft, "black")]
+    if reference_draft is not None:
+        bars.insert(0, ("reference", reference_draft, "#999999"))
+    for x, (_, iv, colour) in enumerate(bars):
+        errorbar(ax_c, [x], [iv], fmt="s", color=colour, ms=6)
+    ax_c.axhline(parameter_ratio, color=_COLOURS[1], ls="--", label=f"parameter ratio {parameter_ratio:.3f}")
+    ax_c.set_xticks(range(len(bars)))
+    ax_c.set_xticklabels([name for name, _, _ in bars], fontsize=8)
+    ax_c.set_xlim(-0.6, len(bars) - 0.4)
+    ax_c.set_ylim(0, 1.4 * max(parameter_ratio, *(iv.high for _, iv, _ in bars)))
+    ax_c.set_ylabel("c = t_draft(1) / t_target(1)")
+    ax_c.set_title(f"Draft cost c ({n_label([iv for _, iv, _ in bars])})", fontsize=10)
+    ax_c.legend(fontsize=7, loc="lower right")
+    ax_c.grid(True, axis="y", alpha=0.3)
+    return fig
 
 
 def plot_speedup_prediction(
     alpha: float,
-    c: float,
+    c: float | Interval,
     verify_cost: dict[int, float],
-    max_k: int = 12,
-    measured: dict[int, float] | None = None,
-    measured_tokens: dict[int, float] | None = None,
+    max_k: int,
+    measured: Measured,
+    predicted: dict[int, float],
+    reference: Measured | None = None,
+    reference_label: str = "reference run",
     title: str = "zoo pair on this machine",
+    reference_predicted: dict[int, float] | None = None,
 ) -> Figure:
-    """Speedup against k: the ideal E(alpha, k) / (k c + 1) and the same with the measured verification
-    cost, E(alpha, k) / (k c + v(k)) with v(k) = t(k + 1) / t(1); measured speedups on top, and the
-    prediction from the measured tokens per step (measured_tokens[k] / (k c + v(k)))."""
+    """Speedup against k: the ideal E(alpha, k) / (k c + 1) to `max_k`, the model with the measured
+    verification cost E(alpha, k) / (k c + v(k)) where v is known, the prediction from the measured tokens
+    per step (`predicted`), and the measured speedups with their intervals (and a reference run's, with
+    its own predictions). An Interval c is drawn at its mean and named with its interval in the title."""
+    c_text = c.format("{:.3f}") if isinstance(c, Interval) else f"{c:.3f}"
+    c = c.mean if isinstance(c, Interval) else c
     if not isinstance(max_k, int) or max_k < 1:
         raise ValueError(f"max_k must be an int >= 1, got {max_k!r}")
+    if not measured or set(measured) - set(predicted):
+        raise ValueError(f"measured={sorted(measured)!r} must be non-empty, each k in predicted")
     ks = np.arange(1, max_k + 1)
-    missing = [int(k) for k in ks if int(k) not in verify_cost]
-    if missing:
-        raise ValueError(f"verify_cost must give v for every k in 1..{max_k}; missing {missing}")
-    v = np.array([verify_cost[int(k)] for k in ks])
-    e = np.asarray(expected_tokens_per_step(alpha, ks))
-    ideal, real = e / (ks * c + 1.0), e / (ks * c + v)
-    fig = Figure(figsize=(8.5, 5.0), layout="constrained")
+    fig = Figure(figsize=(9.5, 6.0), layout="constrained")
     ax = fig.subplots()
-    for curve, style, colour, label in [
-        (ideal, "o--", _COLOURS[0], "ideal: E / (k c + 1), verification as cheap as one token"),
-        (real, "o-", _COLOURS[3], "with measured verification cost: E / (k c + v(k))"),
-    ]:
-        ax.plot(ks, curve, style, ms=3, color=colour, label=label)
-        best = int(np.argmax(curve))
-        ax.plot([ks[best]], [curve[best]], "*", ms=13, color=colour)
-        ax.annotate(
-            f"best k = {ks[best]}: {curve[best]:.2f}x",
-            (ks[best], curve[best]),
-            xytext=(0, 8),
-            textcoords="offset points",
-            ha="center",
-            fontsize=8,
-            color=colour,
+    ideal = np.asarray(expected_tokens_per_step(alpha, ks)) / (ks * c + 1.0)
+    ax.plot(
+        ks, ideal, "--", color=_COLOURS[0], label="ideal: E / (k c + 1), verification as cheap as one token"
+    )
+    vk = np.array(sorted(k for k in verify_cost if 1 <= k <= max_k))
+    if vk.size:
+        real = np.asarray(expected_tokens_per_step(alpha, vk)) / (
+            vk * c + np.array([verify_cost[k] for k in vk])
         )
-    if measured_tokens:
-        mk = sorted(k for k in measured_tokens if k in verify_cost)
-        pred = [measured_tokens[k] / (k * c + verify_cost[k]) for k in mk]
-        ax.plot(
-            mk,
-            pred,
-            "D",
-            color="grey",
-            ms=6,
-            label="from the measured tokens per step: E_meas / (k c + v(k))",
-        )
-    if measured:
-        mk = sorted(measured)
-        ax.plot(mk, [measured[k] for k in mk], "s", color="black", ms=7, label="measured speedup (walltime)")
+        ax.plot(vk, real, "-", color=_COLOURS[3], label="with measured verification cost: E / (k c + v(k))")
+    pk = sorted(predicted)
+    ax.plot(pk, [predicted[k] for k in pk], "D", color=_COLOURS[3], mfc="white", ms=7,
+            label="model from the measured tokens per step: E_meas / (k c + v(k))")  # fmt: skip
+    if reference_predicted:
+        rk = sorted(reference_predicted)
+        xs = [k - 0.15 for k in rk]
+        ax.plot(xs, [reference_predicted[k] for k in rk], "D", color="#999999", mfc="white", ms=6,
+                label="the reference run's own model")  # fmt: skip
+    if reference:
+        _draw_measured(ax, reference, reference_label, colour="#999999", marker="o", dx=-0.15)
+    _draw_measured(ax, measured, "measured speedup, this machine")
     ax.axhline(1.0, color="black", lw=1, ls=":")
-    ax.text(max_k, 1.0, "no gain ", ha="right", va="top", fontsize=8)  # below the line, clear of curves
+    ax.text(max_k, 1.0, "no gain ", ha="right", va="top", fontsize=8)
     ax.set_xticks(ks)
     ax.set_xlabel("k = drafts per step")
     ax.set_ylabel("speedup over plain decoding")
-    ax.set_title(f"{title}: alpha = {alpha:.2f}, c = {c:.2f}; v(k) = t(k + 1) / t(1) measured", fontsize=10)
+    ax.set_title(f"{title}: alpha = {alpha:.2f}, c = {c_text}", fontsize=10)
     ax.margins(y=0.15)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2)
     ax.grid(True, alpha=0.3)
     return fig
 
@@ -546,67 +592,5 @@ def describe_conditional_acceptance(num_accepted_per_pos: Sequence[int], num_dra
         text += (
             "The intervals overlap: at this number of steps the data cannot tell the conditional rate from a "
             "constant alpha."
-        )
-    return text
-
-
-def describe_speedup_prediction(
-    alpha: float,
-    c: float,
-    verify_cost: dict[int, float],
-    max_k: int,
-    measured: dict[int, float],
-    measured_tokens: dict[int, float],
-    tolerance: float = 0.03,
-) -> str:
-    """Markdown saying what `plot_speedup_prediction` shows for these numbers: the best k of the ideal and of
-    the verification-cost prediction, the fastest k measured, and whether the measured speedups sit below,
-    above, within `tolerance` of, or on both sides of the prediction from the measured tokens per step."""
-    if not measured or set(measured) - set(measured_tokens) or set(measured) - set(verify_cost):
-        raise ValueError(
-            f"measured must be non-empty, with every k in measured_tokens and verify_cost; got {sorted(measured)}"
-        )
-    ks = np.arange(1, max_k + 1)
-    e = np.asarray(expected_tokens_per_step(alpha, ks))
-    ideal = e / (ks * c + 1.0)
-    real = e / (ks * c + np.array([verify_cost[int(k)] for k in ks]))
-    fastest = max(measured, key=measured.get)
-    text = (
-        f"On this machine the ideal formula's best k is {ks[ideal.argmax()]} ({ideal.max():.2f}x); counting the "
-        f"measured verification cost it is {ks[real.argmax()]} ({real.max():.2f}x). Of the k measured, "
-        f"k = {fastest} was fastest, at {measured[fastest]:.2f}x plain decoding"
-        + (
-            " (slower than plain decoding: on this machine this draft costs more than it saves). "
-            if measured[fastest] < 1
-            else ". "
-        )
-    )
-    ratio = {k: measured[k] / (measured_tokens[k] / (k * c + verify_cost[k])) for k in sorted(measured)}
-    below = [k for k, r in ratio.items() if r < 1 - tolerance]
-    above = [k for k, r in ratio.items() if r > 1 + tolerance]
-    if below and not above:
-        text += (
-            f"The measured speedups sit below the prediction from the measured tokens per step (grey diamonds)"
-            f" at k = {', '.join(map(str, below))}, by {100 * (1 - min(ratio[k] for k in below)):.0f}% at most: "
-            "the per-step bookkeeping the formula leaves out (two models' inputs, rollback, the rejection "
-            "sampler), and timing noise."
-        )
-    elif above and not below:
-        text += (
-            f"The measured speedups sit above the prediction from the measured tokens per step (grey diamonds) "
-            f"at k = {', '.join(map(str, above))}: the formula's inputs c and v, timed separately on a shared "
-            "CPU, were measured slower than the decoding runs themselves."
-        )
-    elif below and above:
-        text += (
-            f"The measured speedups fall on both sides of the prediction from the measured tokens per step "
-            f"(grey diamonds): below it at k = {', '.join(map(str, below))}, above it at k = "
-            f"{', '.join(map(str, above))}. That is timing noise: each speedup is the ratio of two short runs, "
-            "on a CPU other programs may share; more prompts, tokens and repeats make it steadier."
-        )
-    else:
-        text += (
-            f"The measured speedups sit within {100 * tolerance:.0f}% of the prediction from the measured tokens "
-            "per step (grey diamonds): counting the cost of verification, the formula accounts for the time."
         )
     return text

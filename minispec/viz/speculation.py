@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
+from minispec.teach.stats import proportion_interval
 from minispec.teach.theory import expected_speedup, expected_tokens_per_step
 from minispec.teach.toy import acceptance_probability
 
@@ -28,8 +29,8 @@ def plot_rejection_histogram(
 ) -> Figure:
     """Bars of p (target), q (draft) and the empirical frequency of the sampler's outputs `samples`.
 
-    With `accepted` (one bool per sample) the title compares the measured acceptance rate with
-    sum(min(p, q)).
+    With `accepted` (one bool per sample) the title compares the measured acceptance rate, with its 95%
+    Wilson interval and n, with sum(min(p, q)).
     """
     p_arr, q_arr = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
     alpha = acceptance_probability(p_arr, q_arr)  # also validates p and q
@@ -75,8 +76,9 @@ def plot_rejection_histogram(
     tv = 0.5 * np.abs(freq - p_arr).sum()
     title = f"Speculative sampling reproduces p (empirical TV distance to p: {tv:.4f})"
     if accepted is not None:
-        rate = float(np.mean(np.asarray(accepted, dtype=bool)))
-        title += f"\nmeasured acceptance {rate:.3f} vs sum(min(p, q)) = {alpha:.3f}"
+        acc = np.asarray(accepted, dtype=bool)
+        rate = proportion_interval(int(acc.sum()), int(acc.size))
+        title += f"\nmeasured acceptance {rate.format('{:.3f}')} vs sum(min(p, q)) = {alpha:.3f}"
     else:
         title += f"\nacceptance probability sum(min(p, q)) = {alpha:.3f}"
     ax.set_title(title)

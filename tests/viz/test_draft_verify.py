@@ -10,11 +10,11 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from minispec.teach.stats import Interval  # noqa: E402
 from minispec.teach.theory import expected_tokens_per_step  # noqa: E402
 from minispec.teach.walkthrough import load_causal_lm, speculative_step  # noqa: E402
 from minispec.viz.draft_verify import (  # noqa: E402
     describe_conditional_acceptance,
-    describe_speedup_prediction,
     fit_alpha,
     mix_draft,
     plot_per_position_acceptance,
@@ -22,11 +22,11 @@ from minispec.viz.draft_verify import (  # noqa: E402
     plot_spec_decode_layout,
     plot_speedup_prediction,
     plot_speedup_vs_k,
+    plot_step_costs,
     plot_step_trace,
     plot_tokens_vs_k,
     random_pair,
     render_step_trace_html,
-    verify_cost_from_forward_times,
 )
 from tests.hf_models import make_model_dir  # noqa: E402
 
@@ -75,20 +75,33 @@ def test_mix_draft():
 
 def test_rejection_experiment_figure():
     fig = plot_rejection_experiment(mix=0.5, num_samples=2000)
-    assert "measured acceptance" in fig.axes[0].get_title()
+    assert "measured acceptance" in fig.axes[0].get_title() and "(n = 2000)" in fig.axes[0].get_title()
     fig.canvas.draw()
 
 
+def _iv(mean: float, half: float = 0.1, n: int = 8) -> Interval:
+    return Interval(mean, mean - half, mean + half, n)
+
+
+def _legend(fig, i: int = 0) -> list[str]:
+    return [t.get_text() for t in fig.axes[i].get_legend().get_texts()]
+
+
 def test_sweep_figures_and_fit():
-    measured = {k: float(expected_tokens_per_step(0.6, k)) for k in (1, 2, 4)}
-    assert fit_alpha(measured) == pytest.approx(0.6, abs=2e-3)
-    fig = plot_tokens_vs_k(measured=measured)
-    assert "zoo pair, measured" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    means = {k: float(expected_tokens_per_step(0.6, k)) for k in (1, 2, 4)}
+    assert fit_alpha(means) == pytest.approx(0.6, abs=2e-3)
+    measured = {k: _iv(e, n=40 - k) for k, e in means.items()}
+    assert fit_alpha(measured) == pytest.approx(0.6, abs=2e-3)  # intervals count by their means
+    fig = plot_tokens_vs_k(measured=measured, reference={1: _iv(1.5, n=90)}, reference_label="ref run")
+    labels = _legend(fig)
+    assert "zoo pair, this machine, 95% interval (n = 36 to 39)" in labels
+    assert "ref run, 95% interval (n = 90)" in labels
     fig = plot_tokens_vs_k(alphas=(0.5,), alpha=0.65)
-    assert "alpha = 0.65" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    fig = plot_speedup_vs_k(0.6, cs=(0.1,), c=0.3, measured={1: 0.9, 2: 1.1}, predicted={1: 1.2, 2: 1.3})
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "zoo pair, measured" in labels and "prediction for the zoo pair" in labels
+    assert "alpha = 0.65" in _legend(fig)
+    speedups = {1: _iv(0.9, n=6), 2: _iv(1.1, n=6)}
+    fig = plot_speedup_vs_k(0.6, cs=(0.1,), c=0.3, measured=speedups, predicted={1: 1.2, 2: 1.3})
+    labels = _legend(fig)
+    assert "zoo pair, measured, 95% interval (n = 6)" in labels and "prediction for the zoo pair" in labels
     assert "c = 0.1" in labels and "c = 0.3" in labels
     fig.canvas.draw()
     with pytest.raises(ValueError, match="max_k"):
@@ -132,40 +145,45 @@ def test_per_position_acceptance_figure_and_description():
     assert "overlap" in describe_conditional_acceptance([7, 5, 4, 3], 10)
 
 
-def test_speedup_prediction_with_verify_cost():
-    forward = {1: 1.0, 2: 1.2, 4: 1.3, 8: 1.6, 13: 2.0}
-    v = verify_cost_from_forward_times(forward, range(1, 13))
-    assert v[1] == pytest.approx(1.2) and v[3] == pytest.approx(1.3) and v[12] == pytest.approx(2.0)
+def test_step_costs_figure():
+    verify = {1: _iv(1.0), 2: _iv(1.3), 3: _iv(0.8, 0.05)}
+    fig = plot_step_costs(verify, _iv(0.2, 0.02), 0.08, {1: _iv(1.1, n=20)}, _iv(0.3, n=20), "ref run")
+    ax_v, ax_c = fig.axes
+    assert "this machine, 95% interval (n = 8)" in _legend(
+        fig, 0
+    ) and "ref run, 95% interval (n = 20)" in _legend(fig, 0)
+    assert "v = 1: as cheap as one token" in _legend(fig, 0)
+    assert "parameter ratio 0.080" in _legend(fig, 1) and "n = 8 to 20" in ax_c.get_title()
+    assert [t.get_text() for t in ax_c.get_xticklabels()] == ["reference", "this machine"]
+    fig.canvas.draw()
+    alone = plot_step_costs(verify, _iv(0.2, 0.02), 0.08)
+    assert [t.get_text() for t in alone.axes[1].get_xticklabels()] == ["this machine"]
+    with pytest.raises(ValueError, match="verify"):
+        plot_step_costs({}, _iv(0.2), 0.08)
+    with pytest.raises(ValueError, match="parameter_ratio"):
+        plot_step_costs(verify, _iv(0.2), 0.0)
+
+
+def test_speedup_prediction_figure():
+    v = {k: 1.0 + 0.05 * k for k in range(1, 5)}
+    measured = {1: _iv(1.0, n=6), 4: _iv(1.2, n=6)}
+    predicted = {1: 1.3, 4: 1.9}
+    reference = {k: _iv(1.1, n=12) for k in range(1, 13)}
     fig = plot_speedup_prediction(
-        0.7, 0.1, v, 12, measured={1: 1.0, 4: 1.2}, measured_tokens={1: 1.7, 4: 2.8}
+        0.7, _iv(0.1, 0.01), v, 12, measured, predicted, reference, "ref run", reference_predicted={1: 1.2}
     )
     (ax,) = fig.axes
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    labels = _legend(fig)
+    assert "c = 0.100 [0.090, 0.110] (n = 8)" in ax.get_title() and "the reference run's own model" in labels
     assert any(label.startswith("ideal") for label in labels)
     assert any("measured verification cost" in label for label in labels)
-    ideal, real = ax.lines[0].get_ydata(), ax.lines[2].get_ydata()
-    assert len(ideal) == 12 and all(r < i for r, i in zip(real, ideal))  # v > 1 costs speedup
+    assert "measured speedup, this machine, 95% interval (n = 6)" in labels
+    assert "ref run, 95% interval (n = 12)" in labels
+    ideal, real = ax.lines[0].get_ydata(), ax.lines[1].get_ydata()
+    assert len(ideal) == 12 and len(real) == 4  # the model with v(k) only where v was measured
+    assert all(r < i for r, i in zip(real, ideal))  # v > 1 costs speedup
     fig.canvas.draw()
-    with pytest.raises(ValueError, match="verify_cost"):
-        plot_speedup_prediction(0.7, 0.1, {1: 1.0}, 3)
-    with pytest.raises(ValueError, match="M = 1"):
-        verify_cost_from_forward_times({2: 1.0}, [1])
-
-
-def test_describe_speedup_prediction_says_what_the_numbers_show():
-    v = {k: 1.0 + 0.1 * k for k in range(1, 7)}
-    tokens = {1: 1.7, 2: 2.2, 4: 2.8}
-    predicted = {k: tokens[k] / (k * 0.1 + v[k]) for k in tokens}
-    below = describe_speedup_prediction(0.7, 0.1, v, 6, {k: 0.8 * s for k, s in predicted.items()}, tokens)
-    assert "sit below" in below and "k = 1, 2, 4" in below and "20% at most" in below
-    above = describe_speedup_prediction(0.7, 0.1, v, 6, {k: 1.2 * s for k, s in predicted.items()}, tokens)
-    assert "sit above" in above
-    mixed = {1: 0.8 * predicted[1], 2: predicted[2], 4: 1.2 * predicted[4]}
-    both = describe_speedup_prediction(0.7, 0.1, v, 6, mixed, tokens)
-    assert "both sides" in both and "below it at k = 1" in both and "above it at k = 4" in both
-    close = describe_speedup_prediction(0.7, 0.1, v, 6, predicted, tokens)
-    assert "within 3%" in close
-    slow = describe_speedup_prediction(0.3, 0.9, v, 6, {1: 0.5}, tokens)
-    assert "slower than plain decoding" in slow and "k = 1 was fastest, at 0.50x" in slow
     with pytest.raises(ValueError, match="measured"):
-        describe_speedup_prediction(0.7, 0.1, v, 6, {8: 1.0}, tokens)
+        plot_speedup_prediction(0.7, 0.1, v, 12, {5: _iv(1.0)}, predicted)
+    with pytest.raises(ValueError, match="max_k"):
+        plot_speedup_prediction(0.7, 0.1, v, 0, measured, predicted)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from minispec.teach.stats import Interval, mean_interval, proportion_interval
 from minispec.trees.eagle_tree import DraftTree, TreeExpansion
 from minispec.trees.spec_tree import SpecTree
 from minispec.worker.tree_verification import VerificationRecord
@@ -319,6 +320,27 @@ class Measurement:
     @property
     def nodes_per_step(self) -> float:
         return sum(self.nodes) / len(self.nodes) if self.nodes else 0.0
+
+    def interval(self) -> Interval:
+        """tokens_per_forward with its 95% interval (Student t over the verifications, n = verifications)."""
+        if len(self.accepted) < 2:
+            raise ValueError(
+                f"{self.name}: {len(self.accepted)} verification(s); an interval needs at least 2"
+            )
+        return mean_interval([1 + a for a in self.accepted])
+
+    def depth_intervals(self, depth: int | None = None) -> list[Interval]:
+        """Per depth d = 1..depth: the share of verifications whose accepted path reached d (Wilson 95%).
+        `depth` defaults to the deepest accepted path."""
+        if not self.accepted:
+            raise ValueError(f"{self.name}: no verification recorded")
+        depth = max(1, max(self.accepted)) if depth is None else depth
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth={depth!r} must be an int >= 1")
+        return [
+            proportion_interval(sum(a >= d for a in self.accepted), self.num_steps)
+            for d in range(1, depth + 1)
+        ]
 
 
 def measure(

@@ -17,6 +17,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
+from minispec.teach.stats import Interval, proportion_interval
+from minispec.viz.intervals import bar_with_interval, errorbar, n_label
+
 Decode = Callable[[int], str]
 ACCEPTED, REJECTED, ROOT, FRONTIER = "#2ca02c", "#9e9e9e", "#1f77b4", "#ff7f0e"
 
@@ -406,10 +409,15 @@ def plot_expansion(tree, decode: Decode | None = None) -> Figure:
 
 
 # ---- measurements ----------------------------------------------------------------------------------------
-def plot_head_accuracy(per_rank, title: str = "Medusa heads on held-out text") -> Figure:
+def plot_head_accuracy(
+    per_rank, num_positions: Sequence[int] | None = None, title: str = "Medusa heads on held-out text"
+) -> Figure:
     """`per_rank` [heads, ranks]: P(head i's rank-r candidate is the token). Left: the table as a heatmap;
-    right: top-k accuracy (cumulative over ranks) per head."""
+    right: top-k accuracy (cumulative over ranks) per head. With `num_positions` (positions scored per head)
+    the right panel draws Wilson 95% intervals and the titles give n."""
     a = np.asarray(per_rank, dtype=np.float64)
+    if num_positions is not None and len(num_positions) != a.shape[0]:
+        raise ValueError(f"num_positions has {len(num_positions)} entries; per_rank has {a.shape[0]} heads")
     fig = Figure(figsize=(11, 3.8), layout="constrained")
     ax_h, ax_c = fig.subplots(1, 2)
     im = ax_h.imshow(a, cmap="Blues", vmin=0, vmax=max(a.max(), 1e-9), aspect="auto")
@@ -426,18 +434,29 @@ def plot_head_accuracy(per_rank, title: str = "Medusa heads on held-out text") -
     ax_h.set_xticks(range(a.shape[1]), [str(r + 1) for r in range(a.shape[1])])
     ax_h.set_yticks(range(a.shape[0]), [f"head {i} (t+{i + 2})" for i in range(a.shape[0])])
     ax_h.set_xlabel("rank of the candidate")
-    ax_h.set_title(f"{title}: P(rank r is right)", fontsize=10)
+    n_text = "" if num_positions is None else f", n = {min(num_positions)} to {max(num_positions)} positions"
+    ax_h.set_title(f"{title}: P(rank r is right){n_text}", fontsize=10)
     fig.colorbar(im, ax=ax_h, fraction=0.04)
     ranks = np.arange(1, a.shape[1] + 1)
     for i, row in enumerate(a):
-        ax_c.plot(ranks, np.cumsum(row), "o-", label=f"head {i}")
+        top = np.cumsum(row)
+        if num_positions is None:
+            ax_c.plot(ranks, top, "o-", label=f"head {i}")
+        else:
+            n = int(num_positions[i])
+            ivs = [proportion_interval(round(v * n), n) for v in np.clip(top, 0, 1)]
+            errorbar(ax_c, ranks, ivs, fmt="o-", label=f"head {i}")
     ax_c.set_xlabel("k")
     ax_c.set_ylabel("top-k accuracy")
     ax_c.set_ylim(0, 1)
     ax_c.set_xticks(ranks)
     ax_c.grid(alpha=0.3)
     ax_c.legend(fontsize=8)
-    ax_c.set_title("top-k accuracy: the right token is often a runner-up", fontsize=10)
+    ax_c.set_title(
+        "top-k accuracy: the right token is often a runner-up"
+        + ("" if num_positions is None else " (95% intervals)"),
+        fontsize=10,
+    )
     return fig
 
 
@@ -472,36 +491,42 @@ def plot_draft_vocab(
 
 def plot_vocab_trade(
     sizes: Sequence[int],
-    tokens_per_forward: Sequence[float],
-    stderr: Sequence[float],
-    draft_cost: Sequence[float],
+    tokens_per_forward: Sequence[Interval],
+    draft_cost: Sequence[Interval],
     vocab_size: int,
 ) -> Figure:
-    """A truncated draft vocabulary, measured per size: tokens per target forward (± standard error) on the
-    left, the drafting call's time per step as a share of a plain decoding step (c) on the right; the size equal
-    to `vocab_size` is the whole vocabulary."""
-    if not (len(sizes) == len(tokens_per_forward) == len(stderr) == len(draft_cost)) or not len(sizes):
+    """A truncated draft vocabulary, measured per size: tokens per target forward on the left, the drafting
+    call's time per step over a plain decoding step (c) on the right, each with its 95% interval and n; the
+    size equal to `vocab_size` is the whole vocabulary."""
+    if not (len(sizes) == len(tokens_per_forward) == len(draft_cost)) or not len(sizes):
         raise ValueError(
-            f"sizes, tokens_per_forward, stderr and draft_cost must have one entry each per size; got "
-            f"lengths {len(sizes)}, {len(tokens_per_forward)}, {len(stderr)}, {len(draft_cost)}"
+            f"sizes, tokens_per_forward and draft_cost must have one entry each per size; got lengths "
+            f"{len(sizes)}, {len(tokens_per_forward)}, {len(draft_cost)}"
         )
     labels = ["all" if n == vocab_size else str(n) for n in sizes]
     colors = [ROOT if n == vocab_size else FRONTIER for n in sizes]
     x = np.arange(len(sizes))
-    fig = Figure(figsize=(8, 3.4), layout="constrained")
+    fig = Figure(figsize=(8.4, 3.6), layout="constrained")
     left, right = fig.subplots(1, 2)
-    left.bar(x, tokens_per_forward, yerr=stderr, capsize=4, color=colors)
-    for i, v in enumerate(tokens_per_forward):
-        left.annotate(f"{v:.2f}", (i, v), textcoords="offset points", xytext=(10, 2), fontsize=8)
-    left.set_ylabel("tokens per target forward")
-    right.bar(x, draft_cost, color=colors)
-    for i, v in enumerate(draft_cost):
-        right.annotate(f"{v:.3f}", (i, v), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=8)
-    right.set_ylabel("drafting call / plain step (c)")
-    for ax in (left, right):
+    for ax, ivs, fmt, ylabel in (
+        (left, tokens_per_forward, "{:.2f}", "tokens per target forward"),
+        (right, draft_cost, "{:.3f}", "drafting call / plain step (c)"),
+    ):
+        bar_with_interval(ax, x, ivs, color=colors)
+        for i, iv in enumerate(ivs):
+            ax.annotate(
+                fmt.format(iv.mean),
+                (i, iv.high),
+                textcoords="offset points",
+                xytext=(0, 3),
+                ha="center",
+                fontsize=8,
+            )
+        ax.set_ylabel(ylabel)
         ax.set_xticks(x, labels)
         ax.set_xlabel(f"tokens the heads score (of {vocab_size})")
         ax.grid(axis="y", alpha=0.3)
+        ax.set_title(f"95% intervals, {n_label(ivs)}", fontsize=9)
     fig.suptitle("A smaller draft vocabulary: what the drafts keep, what a drafting call saves", fontsize=10)
     return fig
 
@@ -612,13 +637,13 @@ def plot_grid_heatmaps(
 def plot_tree_curve(
     curve: Sequence[float],
     points: dict[str, tuple[int, float]] | None = None,
-    measured: dict[str, tuple[int, float]] | None = None,
+    measured: dict[str, tuple[float, Interval]] | None = None,
 ) -> Figure:
     """Predicted tokens per target forward of the best tree of n nodes (line); `points`: other trees'
-    predictions (name -> (nodes, E)), hollow markers; `measured`: engine measurements (name -> (nodes, E)),
-    filled markers of the same shape and colour as the same name's prediction."""
+    predictions (name -> (nodes, E)), hollow markers; `measured`: engine measurements (name -> (nodes per
+    step, Interval)), filled markers with their 95% interval, same shape and colour as the name's prediction."""
     n = np.arange(1, len(curve) + 1)
-    fig = Figure(figsize=(6.8, 4.2), layout="constrained")
+    fig = Figure(figsize=(7.2, 4.4), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(n, curve, "-", color="#1f77b4", label="best tree of n nodes (model)")
     names = list(dict.fromkeys([*(points or {}), *(measured or {})]))
@@ -635,13 +660,52 @@ def plot_tree_curve(
             color=colour[name],
             label=f"{name}, model: {e:.2f}",
         )
-    for name, (nodes, e) in (measured or {}).items():
-        ax.plot(nodes, e, marker[name], ms=7, color=colour[name], label=f"{name}, measured: {e:.2f}")
+    for name, (nodes, iv) in (measured or {}).items():
+        errorbar(
+            ax,
+            [nodes],
+            [iv],
+            fmt=marker[name],
+            ms=7,
+            color=colour[name],
+            label=f"{name}, measured: {iv.short()}",
+        )
     ax.set_xlabel("nodes verified per step")
     ax.set_ylabel("tokens per target forward")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title("what a tree of n nodes can buy", fontsize=10)
+    title = "what a tree of n nodes can buy"
+    if measured:
+        title += f" (measured: 95% intervals, {n_label([iv for _, iv in measured.values()])} verifications)"
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def plot_setting_intervals(
+    panels: dict[str, dict[str, Interval]], reference: dict[str, float] | None = None
+) -> Figure:
+    """One panel per measured quantity (title -> {setting: Interval}): each setting's mean and 95% interval as
+    a horizontal bar; `reference` (title -> value) draws a dashed line, e.g. speed 1 = plain decoding."""
+    if not panels or any(not v for v in panels.values()):
+        raise ValueError("panels must map each title to a non-empty {setting: Interval}")
+    fig = Figure(
+        figsize=(4.8 * len(panels), 0.45 * max(len(v) for v in panels.values()) + 1.6), layout="constrained"
+    )
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
+    for ax, (title, ivs) in zip(axes, panels.items()):
+        names = list(ivs)
+        ys = np.arange(len(names))
+        means = np.array([ivs[k].mean for k in names])
+        err = np.array(
+            [[ivs[k].mean - ivs[k].low for k in names], [ivs[k].high - ivs[k].mean for k in names]]
+        )
+        ax.errorbar(means, ys, xerr=err, fmt="o", capsize=3, color=FRONTIER)
+        if reference and title in reference:
+            ax.axvline(reference[title], color="#9e9e9e", ls="--", lw=1)
+        ax.set_yticks(ys, names)
+        ax.invert_yaxis()
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(f"{title}\n95% intervals, {n_label(list(ivs.values()))}", fontsize=9)
     return fig
 
 
@@ -769,6 +833,7 @@ __all__ = [
     "plot_per_depth",
     "plot_step",
     "plot_tree_buffers",
+    "plot_setting_intervals",
     "plot_tree_curve",
     "plot_tree_mask",
     "plot_tree_overview",

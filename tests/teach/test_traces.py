@@ -113,3 +113,15 @@ def test_typical_walks_are_biased() -> None:
     samples = tr.typical_walks(step, 1.0, 300, seed=0)
     assert len({s[0] for s in samples}) == 1  # the first token is decided without sampling
     assert tr.emitted_prefix_test(step, samples, 1.0)[2] < 1e-6
+
+
+def test_measurement_intervals() -> None:
+    m = tr.Measurement("x", [0, 2, 4, 2], [4, 4, 4, 4], [], None)
+    iv = m.interval()
+    assert iv.mean == pytest.approx(3.0) and iv.n == 4 and iv.low < 3.0 < iv.high
+    depths = m.depth_intervals()
+    assert [d.mean for d in depths] == [0.75, 0.75, 0.25, 0.25] and depths[0].n == 4
+    with pytest.raises(ValueError, match="at least 2"):
+        tr.Measurement("x", [1], [4], [], None).interval()
+    with pytest.raises(ValueError, match="depth=0"):
+        m.depth_intervals(0)

@@ -11,6 +11,7 @@ import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from minispec.teach.calibration import Bucket  # noqa: E402
+from minispec.teach.stats import Interval  # noqa: E402
 from minispec.teach.traces import MEDUSA_TREE, StepTrace  # noqa: E402
 from minispec.trees.eagle_tree import DraftTree, TreeExpansion  # noqa: E402
 from minispec.trees.spec_tree import SpecTree  # noqa: E402
@@ -110,13 +111,20 @@ def test_measurement_figures() -> None:
     assert "85%" in _render(vt.plot_draft_vocab([256, 1024, 4096], [0.6, 0.85, 1.0], [0.1, 0.3, 0.6], 100))
     with pytest.raises(ValueError, match="one entry each"):
         vt.plot_draft_vocab([256, 1024], [0.6], [0.1, 0.3], 100)
-    fig = vt.plot_vocab_trade([1024, 4096], [3.3, 3.4], [0.1, 0.1], [0.09, 0.2], 4096)
-    assert "0.090" in _render(fig) and [t.get_text() for t in fig.axes[0].get_xticklabels()] == [
-        "1024",
-        "all",
-    ]
+    tpf = [Interval(3.3, 3.1, 3.5, 40), Interval(3.4, 3.2, 3.6, 38)]
+    cost = [Interval(0.09, 0.08, 0.1, 60), Interval(0.2, 0.18, 0.22, 60)]
+    fig = vt.plot_vocab_trade([1024, 4096], tpf, cost, 4096)
+    assert (
+        "0.090" in _render(fig)
+        and "n = 38 to 40" in _render(fig)
+        and [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        == [
+            "1024",
+            "all",
+        ]
+    )
     with pytest.raises(ValueError, match="one entry each"):
-        vt.plot_vocab_trade([1024, 4096], [3.3], [0.1, 0.1], [0.09, 0.2], 4096)
+        vt.plot_vocab_trade([1024, 4096], tpf[:1], cost, 4096)
     _render(
         vt.plot_grid_heatmaps(
             {"a": np.ones((2, 3)), "b": np.full((2, 3), np.nan)}, [1, 2], [1, 2, 3], "d", "k"
@@ -124,7 +132,17 @@ def test_measurement_figures() -> None:
     )
     with pytest.raises(ValueError, match="shape"):
         vt.plot_grid_heatmaps({"a": np.ones((3, 3))}, [1, 2], [1, 2, 3], "d", "k")
-    _render(vt.plot_tree_curve([1.4, 1.6, 1.7], {"chain": (2, 1.5)}, {"tree": (3, 1.6)}))
+    fig = vt.plot_tree_curve([1.4, 1.6, 1.7], {"chain": (2, 1.5)}, {"tree": (3, Interval(1.6, 1.5, 1.7, 12))})
+    assert "n = 12" in _render(fig)
+    assert "tree, measured: 1.60 ± 0.10" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    panels = {"speed": {"a": Interval(1.2, 1.0, 1.4, 5), "b": Interval(0.9, 0.8, 1.0, 6)}}
+    assert "n = 5 to 6" in _render(vt.plot_setting_intervals(panels, {"speed": 1.0}))
+    with pytest.raises(ValueError, match="non-empty"):
+        vt.plot_setting_intervals({"speed": {}})
+    fig = vt.plot_head_accuracy(acc, num_positions=[100, 99])
+    assert "n = 99 to 100 positions" in _render(fig)
+    with pytest.raises(ValueError, match="num_positions"):
+        vt.plot_head_accuracy(acc, num_positions=[100])
     p = np.array([0.5, 0.3, 0.2])
     assert "other" in [
         t.get_text()

@@ -1,37 +1,32 @@
 """Every speculative method side by side: one API, one prompt set, grouped by task (chapter 5).
 
-Run: `python -m minispec.bench.taxonomy [--quick] [--prompts 8] [--max-tokens 64] [--batch-sizes 1 8 32]`.
-Each method (n-gram, suffix decoding, draft model, Medusa chain and tree, EAGLE chain, EAGLE-2 tree, EAGLE-3)
-decodes the same held-out prompts greedily beside plain decoding, chunk by chunk (every engine runs a chunk
-before the next chunk starts, so a burst of load from other jobs hits all of them alike), and must emit plain
-decoding's tokens.
-Prompts come in four task categories built from held-out corpus functions (`build_prompts`): code
-completion, copy-heavy editing (the answer repeats a function of the prompt with a change), docstring to code,
-and free text (docstrings). Per method, category and batch size the table gives:
-
-- E: mean acceptance length, 1 + accepted / verifications (vLLM's number);
-- tokens per target forward over every decode step (a step without drafts, e.g. an n-gram miss, emits one);
-- nodes: drafts verified per verification (the tree's node count);
-- C: seconds drafting per decode step / seconds of a plain decode step (chapter 2's k c, the whole draft phase);
-- v: seconds of the rest of a speculative step (schedule, inputs, forward over 1 + drafts, verify, update) /
-  seconds of a plain step, so that speedup ~ tokens per forward / (C + v);
-- tokens/s and speedup over plain, and what the method needs: extra parameters, extra KV bytes per token (the
-  drafter's own cache), training, target features.
-
-vLLM v0.32.0: `SpeculativeConfig.__post_init__` in `vllm/config/speculative.py` picks the method, the proposers
-live in `vllm/v1/spec_decode/`, `GPUModelRunner.propose_draft_token_ids` (`vllm/v1/worker/gpu_model_runner.py`)
-calls them; its per-category benchmark is `SpecBench` in `vllm/benchmarks/datasets/datasets.py`.
+Run: `python -m minispec.bench.taxonomy [--quick] [--prompts 8] [--max-tokens 64] [--batch-sizes 1 8 32]`;
+`--reference docs/data/ch05_reference.json` also writes the run chapter 5 draws in FAST mode.
+Each method decodes the held-out prompts of `build_prompts` greedily beside plain decoding, the engines taking
+turns call by call, and must emit plain decoding's tokens. Per method, category and batch size a row gives E,
+tokens per target forward, nodes, C and v (chapter 2's costs over a plain step), the speedup, what the method
+needs, and 95% intervals (`*_iv`: over request-steps, verifications, and calls paired with plain's).
+vLLM v0.32.0: `SpeculativeConfig.__post_init__` (`vllm/config/speculative.py`) picks the method, the proposers
+live in `vllm/v1/spec_decode/`, `GPUModelRunner.propose_draft_token_ids` calls them; its per-category benchmark
+is `SpecBench` in `vllm/benchmarks/datasets/datasets.py`.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
+import os
+import platform
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from minispec.teach.projection import MethodAcceptance
+from minispec.teach.provenance import Provenance, build_provenance
+from minispec.teach.stats import Interval, mean_interval, ratio_interval, ratio_of_means
 from minispec.teach.taxonomy import (  # noqa: F401  (re-exported)
     CATEGORIES,
     CATEGORY_TITLES,
@@ -57,14 +52,20 @@ class Cell:
     steps: int = 0  # engine decode steps (no prefill in them)
     step_s: float = 0.0
     propose_s: float = 0.0
+    chunk_seconds: list[float] = field(default_factory=list)  # per generate() call, in run order
+    step_seconds: list[float] = field(default_factory=list)  # per decode step (the step_s counted)
+    step_tokens: list[int] = field(default_factory=list)  # per request and decode step: tokens kept
+    acceptance_lengths: list[int] = field(default_factory=list)  # per verification: 1 + drafts accepted
 
 
 @dataclass
 class EngineRun:
-    """What one engine did: counters per (category, batch size), outputs per (prompt, batch size)."""
+    """What one engine did: counters per (category, batch size), outputs per (prompt, batch size), and
+    the provenance of each prompt's output at the first batch size (when asked for)."""
 
     cells: dict[tuple[str, int], Cell] = field(default_factory=lambda: defaultdict(Cell))
     outputs: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    provenance: dict[int, Provenance] = field(default_factory=dict)
 
 
 def _chunks(prompts: list[TaskPrompt], batch_size: int, n_per_category: int) -> list[list[int]]:
@@ -76,14 +77,24 @@ def _chunks(prompts: list[TaskPrompt], batch_size: int, n_per_category: int) -> 
 
 
 def run_chunk(
-    llm, run: EngineRun, prompts: list[TaskPrompt], chunk: list[int], batch_size: int, max_tokens: int
+    llm,
+    run: EngineRun,
+    prompts: list[TaskPrompt],
+    chunk: list[int],
+    batch_size: int,
+    max_tokens: int,
+    provenance: bool = False,
 ) -> None:
-    """Decode one chunk greedily on `llm` with the step recorder on, and add what happened to `run`."""
+    """Decode one chunk greedily on `llm` with the step recorder on, and add what happened to `run` (with
+    `provenance`, also each output's provenance, from the verification log)."""
     from minispec import SamplingParams
 
     engine = llm.llm_engine
+    runner = engine.model_runner
     params = SamplingParams(temperature=0, max_tokens=max_tokens, ignore_eos=True)
     engine.step_records = []
+    if provenance:
+        runner.verification_log = []
     start = time.perf_counter()
     try:
         outs = llm.generate(
@@ -91,17 +102,24 @@ def run_chunk(
         )
     finally:
         seconds, records, engine.step_records = time.perf_counter() - start, engine.step_records, None
+        log, runner.verification_log = runner.verification_log, None
     index = {o.request_id: i for o, i in zip(outs, chunk)}
     cats = {prompts[i].category for i in chunk}
     keys = [(c, batch_size) for c in ({"all"} | cats)]
     for key in keys:
         if key[0] == "all" or len(cats) == 1:
             run.cells[key].seconds += seconds
+            run.cells[key].chunk_seconds.append(seconds)
     for o, i in zip(outs, chunk):
         run.outputs[(i, batch_size)] = list(o.outputs[0].token_ids)
+        if provenance:
+            run.provenance[i] = build_provenance(
+                o.request_id, o.prompt_token_ids, o.outputs[0].token_ids, records, log
+            )
         for c in ("all", prompts[i].category):
             run.cells[(c, batch_size)].tokens += len(o.outputs[0].token_ids)
             run.cells[(c, batch_size)].decode_tokens += len(o.outputs[0].token_ids) - 1
+    delivered: dict[str, int] = defaultdict(int)
     for rec in records:
         prefill = any(
             rec.num_computed_before.get(r, 0) < len(prompts[index[r]].token_ids) for r in rec.req_ids
@@ -109,15 +127,20 @@ def run_chunk(
         for r in rec.req_ids:
             cell_keys = ("all", prompts[index[r]].category)
             drafts = rec.scheduled_spec_decode_tokens.get(r, [])
+            emitted = len(rec.sampled_token_ids.get(r, []))
+            kept = min(emitted, max_tokens - delivered[r])  # tokens past max_tokens are dropped
+            delivered[r] += kept
             if rec.num_computed_before.get(r, 0) < len(prompts[index[r]].token_ids):
                 continue
             for c in cell_keys:
                 cell = run.cells[(c, batch_size)]
                 cell.request_steps += 1
+                cell.step_tokens.append(kept)
                 if drafts:
                     cell.verifications += 1
                     cell.nodes += len(drafts)
-                    cell.accepted += len(rec.sampled_token_ids.get(r, [])) - 1
+                    cell.accepted += emitted - 1
+                    cell.acceptance_lengths.append(emitted)
         if prefill:
             continue
         step_cats = {"all"} | {prompts[index[r]].category for r in rec.req_ids}
@@ -125,6 +148,7 @@ def run_chunk(
             cell = run.cells[(c, batch_size)]
             cell.steps += 1
             cell.step_s += sum(rec.timings.values())
+            cell.step_seconds.append(sum(rec.timings.values()))
             cell.propose_s += rec.timings.get("propose", 0.0)
 
 
@@ -164,6 +188,8 @@ class Taxonomy:
     batch_sizes: tuple[int, ...]
     max_tokens: int
     engines: dict = field(default_factory=dict)  # name -> LLM ("plain" too), kept for notebooks
+    provenance: dict[str, list[Provenance]] = field(default_factory=dict)  # name -> one per prompt (batch 1)
+    outputs: dict[str, list[list[int]]] = field(default_factory=dict)  # name -> tokens per prompt (first B)
 
     def row(self, method: str, category: str = "all", batch_size: int = 1) -> dict:
         for r in self.rows:
@@ -183,9 +209,11 @@ def run(
     target: str = "zoo:target",
     device: str = "cpu",
     keep_engines: bool = False,
+    provenance: bool = False,
 ) -> Taxonomy:
     """Decode every prompt with every method at every batch size (chunks interleaved across engines); check
-    each method's tokens against plain decoding's and that it drafted at all; return the table."""
+    each method's tokens against plain decoding's and that it drafted at all; return the table (with
+    `provenance`, also every output's provenance at the first batch size)."""
     from minispec import LLM
 
     unknown = [m for m in methods if m not in METHODS]
@@ -215,7 +243,8 @@ def run(
     for b in batch_sizes:
         for chunk in _chunks(prompts, b, n_per_category):
             for name, llm in engines.items():
-                run_chunk(llm, runs[name], prompts, chunk, b, max_tokens)
+                record = provenance and b == batch_sizes[0]
+                run_chunk(llm, runs[name], prompts, chunk, b, max_tokens, record)
     for name in methods:
         for key, tokens in runs[name].outputs.items():
             if tokens != runs["plain"].outputs[key]:
@@ -231,9 +260,22 @@ def run(
         steps = sum(runs[name].cells[("all", b)].request_steps for b in batch_sizes)
         acceptance[name] = acceptance_of(name, stats, steps)
     rows = _rows(runs, engines, methods, k)
+    first = batch_sizes[0]
     return Taxonomy(
-        rows, acceptance, prompts, tuple(batch_sizes), max_tokens, engines if keep_engines else {}
+        rows,
+        acceptance,
+        prompts,
+        tuple(batch_sizes),
+        max_tokens,
+        engines if keep_engines else {},
+        {n: [r.provenance[i] for i in range(len(prompts))] for n, r in runs.items()} if provenance else {},
+        {n: [r.outputs[(i, first)] for i in range(len(prompts))] for n, r in runs.items()},
     )
+
+
+def _interval(fn, *samples) -> Interval | None:
+    """fn(*samples), or None where a sample list holds fewer than 2 values (no interval from one)."""
+    return fn(*samples) if all(len(s) >= 2 for s in samples) else None
 
 
 def _rows(runs: dict[str, EngineRun], engines: dict, methods: tuple[str, ...], k: int) -> list[dict]:
@@ -265,6 +307,11 @@ def _rows(runs: dict[str, EngineRun], engines: dict, methods: tuple[str, ...], k
                     else float("nan"),
                     "tok_s": cell.tokens / cell.seconds if cell.seconds else float("nan"),
                     "speedup": base.seconds / cell.seconds if cell.seconds else float("nan"),
+                    # 95% intervals: over request-steps, verifications, and generate() calls paired with plain's
+                    "tokens_per_forward_iv": _interval(mean_interval, cell.step_tokens),
+                    "acceptance_iv": _interval(mean_interval, cell.acceptance_lengths),
+                    "speedup_iv": _interval(ratio_interval, base.chunk_seconds, cell.chunk_seconds),
+                    "step_cost_iv": _interval(ratio_of_means, cell.step_seconds, base.step_seconds),  # C + v
                     "training": m.training if m else "-",
                     "features": m.features if m else "-",
                     **needs,
@@ -286,6 +333,17 @@ COLUMNS = [  # (key, header, format)
     ("tok_s", "tok/s", "{:.0f}"),
     ("speedup", "speedup", "{:.2f}x"),
 ]
+# the chapter's table: tokens per forward and speedup with their 95% intervals (and n)
+INTERVAL_COLUMNS = [
+    ("method", "method", "{}"),
+    ("batch_size", "B", "{}"),
+    ("acceptance_iv", "E ± 95%", "{:.2f}"),
+    ("tokens_per_forward_iv", "tok/fwd ± 95% (n = request-steps)", "{:.2f}"),
+    ("nodes_per_step", "nodes", "{:.1f}"),
+    ("draft_cost", "C", "{:.2f}"),
+    ("verify_cost", "v", "{:.2f}"),
+    ("speedup_iv", "speedup ± 95% (n = generate calls)", "{:.2f}"),
+]
 NEEDS_COLUMNS = [
     ("extra_params", "extra params", "{:,}"),
     ("extra_kv_bytes_per_token", "extra KV B/token", "{:,}"),
@@ -294,11 +352,16 @@ NEEDS_COLUMNS = [
 ]
 
 
+def _cell(value, key: str, fmt: str) -> str:
+    if key == "category":
+        return CATEGORY_TITLES.get(value, value)
+    if isinstance(value, Interval):
+        return f"{value.short(fmt)} ({value.n})"
+    return "- (n < 2)" if value is None else fmt.format(value)
+
+
 def _cells(row: dict, columns) -> list[str]:
-    return [
-        CATEGORY_TITLES.get(row[key], row[key]) if key == "category" else fmt.format(row[key])
-        for key, _, fmt in columns
-    ]
+    return [_cell(row[key], key, fmt) for key, _, fmt in columns]
 
 
 def needs_rows(tax: Taxonomy) -> list[dict]:
@@ -351,9 +414,49 @@ def write_csv(path: str, tax: Taxonomy) -> None:
     import csv
 
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(tax.rows[0]))
+        fields = [k for k in tax.rows[0] if k not in INTERVAL_KEYS]  # the intervals go to --reference
+        writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(tax.rows)
+
+
+# ---- the committed reference run (chapter 5 draws it where FAST mode measures too little) ---------------
+INTERVAL_KEYS = ("tokens_per_forward_iv", "acceptance_iv", "speedup_iv", "step_cost_iv")
+REFERENCE_PATH = Path(__file__).resolve().parents[2] / "docs" / "data" / "ch05_reference.json"
+
+
+def reference_payload(tax: Taxonomy, command: str) -> dict:
+    """The run as JSON-ready data: how it was made, and every row (intervals as mean, low, high, n)."""
+    rows = []
+    for r in tax.rows:
+        row = {k: v for k, v in r.items() if k not in INTERVAL_KEYS}
+        for key in INTERVAL_KEYS:
+            iv = r[key]
+            row[key] = None if iv is None else [iv.mean, iv.low, iv.high, iv.n]
+        rows.append(row)
+    meta = {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, torch threads 1",
+        "load_average": round(os.getloadavg()[0], 1),
+        "prompts_per_category": len(tax.prompts) // len({p.category for p in tax.prompts}),
+        "max_tokens": tax.max_tokens,
+        "batch_sizes": list(tax.batch_sizes),
+    }
+    return {"meta": meta, "rows": rows}
+
+
+def load_reference(path: str | os.PathLike) -> dict:
+    """A reference run written by `--reference`: {"meta": ..., "rows": [...]} with Interval values again."""
+    with open(path) as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or "rows" not in data or "meta" not in data:
+        raise ValueError(f"path={str(path)!r} holds no reference run (expected 'meta' and 'rows')")
+    for row in data["rows"]:
+        for key in INTERVAL_KEYS:
+            if row.get(key) is not None:
+                row[key] = Interval(*row[key][:3], int(row[key][3]))
+    return data
 
 
 def main(argv: list[str] | None = None) -> Taxonomy:
@@ -370,6 +473,11 @@ def main(argv: list[str] | None = None) -> Taxonomy:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 gives steady timings)")
     ap.add_argument("--out", default=None, help="also write the rows as CSV (docs/data/taxonomy_<gpu>.csv)")
+    ap.add_argument(
+        "--reference",
+        default=None,
+        help="also write the run as chapter 5's reference (docs/data/ch05_reference.json)",
+    )
     args = ap.parse_args(argv)
     n, tokens, sizes = (2, 24, [1, 2]) if args.quick else (args.prompts, args.max_tokens, args.batch_sizes)
     start = time.perf_counter()
@@ -384,6 +492,11 @@ def main(argv: list[str] | None = None) -> Taxonomy:
     print_projection(tax.acceptance)
     if args.out:
         write_csv(args.out, tax)
+    if args.reference:
+        command = "python -m minispec.bench.taxonomy " + " ".join(argv if argv is not None else sys.argv[1:])
+        with open(args.reference, "w") as f:
+            json.dump(reference_payload(tax, command), f, indent=1)
+            f.write("\n")
     return tax
 
 

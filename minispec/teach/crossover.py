@@ -1,100 +1,25 @@
 """Where speculation stops paying, measured on the reader's machine, and a schedule derived from it (chapter 5).
 
-No vLLM counterpart: vLLM's answer to "speculation gets slower under load" is the schedule this module derives,
-`speculative_config["num_speculative_tokens_per_batch_size"]` (`vllm/v1/spec_decode/dynamic/utils.py`, looked
-up per step by the scheduler in `vllm/v1/core/sched/scheduler.py`); vLLM leaves choosing its values to the user.
-
-`run_batches` decodes the same batches of prompts greedily on several engines, which take turns **step by
-step** (each engine runs one step, then the next engine does), so a burst of load from another job falls on
-all of them alike; every engine's tokens must equal those of the engine named "plain" (or, without one,
-the first engine's). Each decode step (every
-request feeds its last token and its drafts; prefills are left out: speculation does not shorten them) is one
-sample of tokens emitted and seconds taken. Throughput is tokens / seconds over the steps, and its 95% interval
-the ratio estimator's (delta method, Student t with n - 1 degrees of freedom, n = steps). The same steps give
-chapter 2's costs: C, the drafting seconds per step, and v, the rest of a speculative step, each over a plain
-step at the same batch size, so speedup ~ tokens per request-step / (C + v); and chapter 1's curve, the
-target's forward seconds against the tokens it processes (`forward_curve`), whose flat part says how many
-tokens ride on a forward for free.
-
-`derive_schedule` picks, for each measured batch size, the fastest number of drafts, or, where the intervals of
-the fastest and a smaller k overlap, the smallest such k (0: plain decoding); `schedule_ranges` writes the
-choice as the config's list of inclusive (start, end, k) ranges, each measured batch size holding until the
-next one. `verdict` compares a run with that schedule against always and never speculating, from the
-intervals alone. `repeat_workload` runs suffix decoding (or any method) on the same tasks twice: first seen,
-then asked again, when a suffix engine's global tree holds its first answers.
+vLLM has no counterpart: its answer, `speculative_config["num_speculative_tokens_per_batch_size"]`
+(`vllm/v1/spec_decode/dynamic/utils.py`, looked up per step in `vllm/v1/core/sched/scheduler.py`), leaves
+the values to the user. `sweep` / `run_batches` decode the same prompts on several engines taking turns step
+by step, and check their tokens against plain decoding's. Each decode step is one sample of tokens and
+seconds: `Steps.tok_s` is the ratio estimator's 95% interval (n = steps). `costs` gives chapter 2's C and v;
+`forward_curve` and `forward_ratios` give chapter 1's curve measured in the engine. `derive_schedule` keeps
+the smaller k wherever the intervals overlap, `schedule_ranges` writes the config's list, `verdict` compares
+the schedule with always and never speculating, and `repeat_workload` asks the same tasks twice (suffix
+decoding's global tree).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from minispec.spec_decode.dynamic.utils import validate_and_normalize_dynamic_sd_schedule
-
-# Student t's 0.975 quantile by degrees of freedom (1 .. 30); beyond, a few anchors and the normal's 1.96
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-         2.045, 2.042)  # fmt: skip
-_T975_TAIL = ((40, 2.021), (60, 2.000), (120, 1.980))
-
-
-def t975(df: int) -> float:
-    """The two-sided 95% quantile of Student's t with `df` degrees of freedom (the next smaller tabled df)."""
-    if not isinstance(df, (int, np.integer)) or df < 1:
-        raise ValueError(f"df={df!r} must be an int >= 1")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    value = _T975[-1]
-    for anchor, q in _T975_TAIL:
-        if df >= anchor:
-            value = q
-    return 1.96 if df > 1000 else value
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A mean and its 95% interval from n samples."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-
-    def overlaps(self, other: Interval) -> bool:
-        return self.low <= other.high and other.low <= self.high
-
-    def above(self, other: Interval) -> bool:
-        """Higher, with the intervals apart."""
-        return self.low > other.high
-
-    def format(self, fmt: str = "{:.0f}") -> str:
-        return f"{fmt.format(self.mean)} [{fmt.format(self.low)}, {fmt.format(self.high)}] (n = {self.n})"
-
-
-def mean_interval(samples: Sequence[float]) -> Interval:
-    """The mean of the samples and its 95% Student-t interval (n >= 2)."""
-    x = np.asarray(samples, dtype=np.float64)
-    if x.size < 2:
-        raise ValueError(f"an interval needs at least 2 samples, got {x.size}")
-    half = t975(x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
-    return Interval(float(x.mean()), float(x.mean() - half), float(x.mean() + half), int(x.size))
-
-
-def ratio_interval(numerators: Sequence[float], denominators: Sequence[float]) -> Interval:
-    """sum(y) / sum(x) over paired samples (tokens and seconds of each step) and its 95% interval: the ratio
-    estimator's variance by the delta method, var(y - R x) / (n mean(x)^2), with Student t at n - 1."""
-    y, x = np.asarray(numerators, dtype=np.float64), np.asarray(denominators, dtype=np.float64)
-    if y.shape != x.shape or y.size < 2:
-        raise ValueError(f"need at least 2 paired samples of equal count, got {y.size} and {x.size}")
-    if x.sum() <= 0:
-        raise ValueError("the denominators must sum to more than 0")
-    ratio = y.sum() / x.sum()
-    se = (y - ratio * x).std(ddof=1) / math.sqrt(y.size) / x.mean()
-    half = t975(y.size - 1) * se
-    return Interval(float(ratio), float(ratio - half), float(ratio + half), int(y.size))
+from minispec.teach.stats import Interval, mean_interval, ratio_interval, ratio_of_means
 
 
 # ---- measuring ----------------------------------------------------------------------------------------
@@ -224,6 +149,21 @@ def forward_curve(steps: Sequence[Steps]) -> dict[int, float]:
     return {m: float(np.median(ts)) for m, ts in sorted(by_tokens.items())}
 
 
+def forward_ratios(steps: Sequence[Steps]) -> dict[int, Interval]:
+    """{tokens processed: t(tokens) / t(fewest)}: the target's forward time at each token count over its time
+    at the smallest count, with the 95% interval of a ratio of independent means (`ratio_of_means`). Token
+    counts with fewer than 2 forwards are left out (no interval from one sample)."""
+    by_tokens: dict[int, list[float]] = {}
+    for s in steps:
+        for m, t in zip(s.scheduled, s.forward):
+            by_tokens.setdefault(int(m), []).append(t)
+    timed = {m: ts for m, ts in sorted(by_tokens.items()) if len(ts) >= 2 and np.mean(ts) > 0}
+    if not timed:
+        raise ValueError("no token count has 2 or more timed forwards; decode more steps")
+    base = timed[min(timed)]
+    return {m: ratio_of_means(ts, base) for m, ts in timed.items()}
+
+
 # ---- the schedule -------------------------------------------------------------------------------------
 def derive_schedule(tok_s: Mapping[int, Mapping[int, Interval]]) -> dict[int, int]:
     """{batch size: k} from {k: {batch size: tokens/s interval}} (k = 0: plain decoding): the fastest k by
@@ -334,6 +274,12 @@ def make_engines(
     return engines
 
 
+class Sweep(dict):
+    """`sweep`'s result, {engine name: {batch size: Steps}}, with the engines it ran in `.engines`."""
+
+    engines: dict
+
+
 def sweep(
     configs: Mapping[str, dict | None],
     batch_sizes: Sequence[int],
@@ -341,23 +287,24 @@ def sweep(
     seed: int = 0,
     max_prompt_tokens: int = 96,
     min_requests: int = 1,
-) -> dict[str, dict[int, Steps]]:
+    engines: Mapping[str, object] | None = None,
+) -> Sweep:
     """{engine name: {batch size: decode steps}}: every config (the one named "plain", None, is the reference)
     decodes the same batches of distinct prompts (`prompt_batches`), the engines taking turns step by step;
-    the steps of a batch size's batches pooled."""
+    the steps of a batch size's batches pooled. `engines` ({name: LLM}, say an earlier sweep's `.engines`)
+    are reused for the configs they name, built for the same batch sizes and lengths; the rest are made."""
     batches = prompt_batches(batch_sizes, seed, max_prompt_tokens, min_requests)
-    engines = make_engines(configs, max(batch_sizes), max_prompt_tokens + max_tokens)
+    given = {name: llm for name, llm in (engines or {}).items() if name in configs}
+    missing = {name: config for name, config in configs.items() if name not in given}
+    made = make_engines(missing, max(batch_sizes), max_prompt_tokens + max_tokens) if missing else {}
+    engines = {name: given.get(name) or made[name] for name in configs}
     steps = run_batches(engines, [batch for _, batch in batches], max_tokens)
-    out: dict[str, dict[int, Steps]] = {name: {b: Steps() for b in batch_sizes} for name in engines}
+    out = Sweep({name: {b: Steps() for b in batch_sizes} for name in engines})
     for name, per_batch in steps.items():
         for (b, _), s in zip(batches, per_batch):
             out[name][b].extend(s)
+    out.engines = engines
     return out
-
-
-def standing(a: Interval, b: Interval) -> str:
-    """ "above" or "below" where the intervals are apart, else "level"."""
-    return "above" if a.above(b) else "below" if b.above(a) else "level"
 
 
 def tok_s_by_batch(steps: Mapping[str, Mapping[int, Steps]]) -> dict[str, dict[int, Interval]]:

@@ -1,8 +1,9 @@
-"""The methods and the workload of chapter 5's taxonomy: each proposer's configuration, and prompts in four
-categories built from the zoo's held-out code.
+"""The methods and the workload of chapter 5's taxonomy: each proposer's configuration, prompts in four
+categories built from the zoo's held-out code, and the verdicts the chapter prints from its intervals.
 
 No vLLM counterpart. `python -m minispec.bench.taxonomy` runs every method on these prompts; the chapter's
-exercises read them too.
+exercises read them too. `leader`, `lead_sentence`, `against`, `model_fit_sentence` and `published_sentence`
+turn 95% intervals (`minispec.teach.stats`) into sentences: "level" wherever the intervals overlap.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import ast
 import random
 import re
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from minispec.teach.stats import Interval, compare_to_model, standing_to_value
 from minispec.zoo.trees import DEFAULT_TREE as MEDUSA_TREE
 
 CATEGORIES = ("code", "copy_edit", "docstring_to_code", "free_text")
@@ -272,4 +275,103 @@ def build_prompts(
     return out
 
 
-# ---- measuring ----------------------------------------------------------------------------------------
+# ---- verdicts from intervals ----------------------------------------------------------------------------
+def leader(intervals: Mapping[str, Interval]) -> tuple[str, list[str]]:
+    """(the name with the highest mean, the other names whose 95% interval overlaps the leader's)."""
+    if not intervals:
+        raise ValueError("intervals is empty; need {name: Interval} with at least one entry")
+    best = max(intervals, key=lambda n: intervals[n].mean)
+    return best, [n for n, iv in intervals.items() if n != best and iv.overlaps(intervals[best])]
+
+
+def lead_sentence(title: str, intervals: Mapping[str, Interval], what: str, fmt: str = "{:.2f}") -> str:
+    """'code completion: **x** leads in <what> (m ± h, n = N), level with y, z (the intervals overlap)', or
+    'ahead of every other method (the intervals apart)'."""
+    best, level = leader(intervals)
+    iv = intervals[best]
+    head = f"{title}: **{best}** leads in {what} ({iv.short(fmt)}, n = {iv.n})"
+    if not level:
+        return head + ", ahead of every other method (the intervals apart)"
+    if len(level) == len(intervals) - 1:
+        return head + ", level with every other method (the intervals overlap)"
+    return head + f", level with {', '.join(level)} (the intervals overlap)"
+
+
+def against(iv: Interval, value: float = 1.0) -> str:
+    """'faster than' / 'slower than' / 'level with' a fixed speedup (plain decoding's 1.0), from the interval."""
+    return {"above": "faster than", "below": "slower than", "level": "level with"}[
+        standing_to_value(iv, value)
+    ]
+
+
+def model_fit_sentence(
+    measured: Mapping[str, Interval],
+    predicted: Mapping[str, float],
+    model: str = "the model",
+    anchor: float | None = None,
+    leaves_out: str = "",
+) -> str:
+    """How measured intervals sit against a model's predictions, per name: inside, above, below. With an
+    `anchor` (say 1.0), also whether every point apart from the model lies between it and the anchor; then
+    `leaves_out` says why (what the model leaves out)."""
+    missing = [n for n in measured if n not in predicted]
+    if missing:
+        raise ValueError(f"predicted lacks {missing}; need one prediction per measured name")
+    names = list(measured)
+    sides = {n: standing_to_value(measured[n], float(predicted[n])) for n in names}
+    fit = compare_to_model([measured[n] for n in names], [float(predicted[n]) for n in names])
+    by = {s: [n for n in names if sides[n] == s] for s in ("level", "above", "below")}
+    out = f"{model} lies inside the measured 95% interval for {fit.level} of {fit.n}"
+    if by["level"] and fit.level < fit.n:
+        out += f" ({', '.join(by['level'])})"
+    if by["above"]:
+        out += f"; the measurement lies above it for {', '.join(by['above'])}"
+    if by["below"]:
+        out += f"; below it for {', '.join(by['below'])}"
+    out += "."
+    apart = by["above"] + by["below"]
+    if anchor is not None and apart:
+        toward = all(
+            (sides[n] == "below") == (float(predicted[n]) > anchor) and float(predicted[n]) != anchor
+            for n in apart
+        )
+        if toward:
+            lead = (
+                f"The one point apart from {model}"
+                if len(apart) == 1
+                else f"Both points apart from {model}"
+                if len(apart) == 2
+                else f"All {len(apart)} points apart from {model}"
+            )
+            out += f" {lead} {'lies' if len(apart) == 1 else 'lie'} on its side toward {anchor:g}"
+            out += f": {leaves_out}" if leaves_out else "."
+        else:
+            out += f" The points apart from {model} do not all lie on its side toward {anchor:g}."
+    elif fit.one_sided and leaves_out:
+        out += f" Every point apart from {model} lies {fit.one_sided} it: {leaves_out}"
+    return out
+
+
+def published_sentence(measured: Mapping[str, Interval], published: Mapping[str, float], source: str) -> str:
+    """Per name in both: the measured interval above, below or around the published number."""
+    names = [n for n in measured if n in published]
+    if not names:
+        raise ValueError(f"no name is in both measured {list(measured)} and published {list(published)}")
+    words = {"above": "above", "below": "below", "level": "level with"}
+    parts = [
+        f"{n} {measured[n].short()} (n = {measured[n].n}) is {words[standing_to_value(measured[n], published[n])]} "
+        f"{source}'s {published[n]:.2f}x"
+        for n in names
+    ]
+    return "; ".join(parts) + "."
+
+
+def standing_to_leader(intervals: Mapping[str, Interval], name: str) -> str:
+    """'ahead' when `name` leads with its interval apart from every other, 'level' when it leads or overlaps
+    the leader's interval, 'behind' when its interval lies below the leader's."""
+    if name not in intervals:
+        raise ValueError(f"name={name!r} is not among {list(intervals)}")
+    best, level = leader(intervals)
+    if best == name:
+        return "level" if level else "ahead"
+    return "level" if name in level else "behind"

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from minispec.teach.crossover import Interval
+from minispec.teach.stats import Interval
+from minispec.viz.intervals import errorbar as _errorbar
+from minispec.viz.intervals import n_label as _n_range
 from minispec.viz.taxonomy import _colour as _method_colour
 
 SCHEDULE_COLOURS = {"never (plain)": "#7f7f7f", "always": "#1f77b4", "schedule": "#d62728"}
@@ -25,17 +27,6 @@ def _colour(name: str) -> str:
         if name.startswith(prefix):
             return colour
     return _method_colour(name)
-
-
-def _n_range(intervals: Sequence[Interval]) -> str:
-    ns = sorted(i.n for i in intervals)
-    return f"n = {ns[0]}" if ns[0] == ns[-1] else f"n = {ns[0]} to {ns[-1]}"
-
-
-def _errorbar(ax, xs, intervals: Sequence[Interval], **kw) -> None:
-    means = np.array([i.mean for i in intervals])
-    err = np.array([[i.mean - i.low for i in intervals], [i.high - i.mean for i in intervals]])
-    ax.errorbar(xs, means, yerr=err, capsize=3, **kw)
 
 
 def plot_tok_s_vs_batch(

@@ -1,9 +1,10 @@
 """Figures for chapter 5 (every method side by side), from `minispec.bench.taxonomy` rows.
 
 vLLM v0.32.0 has no counterpart (its numbers come from `vllm bench` and the SpecDecoding log line). Each
-function takes the plain rows a `Taxonomy` holds (dicts with method, category, batch_size, ...), the
-projection of `minispec.teach.projection`, or `Provenance` objects, and returns a matplotlib Figure, except
-`provenance_html`, which returns an HTML string (the token strip).
+function takes the plain rows a `Taxonomy` holds (dicts with method, category, batch_size, ..., and the 95%
+intervals `tokens_per_forward_iv`, `speedup_iv`), the projection of `minispec.teach.projection`, or
+`Provenance` objects, and returns a matplotlib Figure, except `provenance_html` (an HTML token strip). Every
+measured rate or speedup is drawn with its interval and n; a reference run can sit under this machine's.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from minispec.teach.provenance import SOURCES, Provenance
+from minispec.teach.stats import Interval
+from minispec.viz.intervals import errorbar, n_label
 
 COLOURS = {
     "plain": "#7f7f7f",
@@ -68,7 +71,9 @@ def plot_cost_vs_tokens(
     """Tokens per target forward against the cost of a speculative step in plain steps (v, then + draft C).
 
     Each method is a bar from v (verification alone) to C + v (with drafting): on the iso-speedup line
-    tokens = S (C + v) the right end's speedup is S; the left end is what a free drafter would reach."""
+    tokens = S (C + v) the right end's speedup is S; the left end is what a free drafter would reach. The
+    right end carries the 95% intervals of tokens per forward (vertical) and of C + v (horizontal), when
+    the rows have them."""
     chosen = _select(rows, methods, batch_size=batch_size, category=category)
     fig = Figure(figsize=(8.5, 5.2), layout="constrained")
     ax = fig.subplots()
@@ -93,13 +98,17 @@ def plot_cost_vs_tokens(
     for r in sorted(finite, key=lambda r: -r["tokens_per_forward"]):
         c, v, y = r["draft_cost"], r["verify_cost"], r["tokens_per_forward"]
         ax.plot([v, v + c], [y, y], color=_colour(r["method"]), lw=3, solid_capstyle="butt", alpha=0.85)
-        ax.plot([v + c], [y], "o", color=_colour(r["method"]), ms=7)
+        iv, cost = r.get("tokens_per_forward_iv"), r.get("step_cost_iv")
+        yerr = None if iv is None else [[y - iv.low], [iv.high - y]]
+        xerr = None if cost is None else [[cost.mean - cost.low], [cost.high - cost.mean]]
+        ax.errorbar([v + c], [y], yerr=yerr, xerr=xerr, fmt="o", color=_colour(r["method"]), ms=7, capsize=3)
         fx, fy = (v + c) / x_max, (y - 0.8) / (y_max - 0.8)
         clashes = sum(abs(fx - px) < 0.3 and abs(fy - py) < 0.04 for px, py in placed)
         placed.append((fx, fy))
         below = r["method"] == "plain"  # plain sits at (1, 1), where n-gram lookup lands too
+        sp = r.get("speedup_iv")
         ax.annotate(
-            f"{r['method']} ({r['speedup']:.2f}x)",
+            f"{r['method']} ({sp.short() if sp is not None else format(r['speedup'], '.2f')}x)",
             (v + c, y),
             textcoords="offset points",
             xytext=(6, -12 - 11 * clashes) if below else (6, 4 - 11 * clashes),
@@ -107,8 +116,13 @@ def plot_cost_vs_tokens(
         )
     ax.set_xlim(0, x_max)
     ax.set_ylim(0.8, y_max)
-    ax.set_xlabel("cost of one speculative step, in plain decode steps (bar: verification v, then + draft C)")
-    ax.set_ylabel("tokens per target forward")
+    ax.set_xlabel(
+        "cost of one speculative step, in plain decode steps (bar: verification v, then + draft C), 95% interval"
+    )
+    ivs = [r["tokens_per_forward_iv"] for r in finite if r.get("tokens_per_forward_iv") is not None]
+    ax.set_ylabel(
+        "tokens per target forward, 95% interval" + (f" ({n_label(ivs)} request-steps)" if ivs else "")
+    )
     ax.set_title(
         f"What a step costs and what it emits ({CATEGORY_TITLES.get(category, category)}, "
         f"batch {batch_size}); dotted lines: equal speedup",
@@ -117,39 +131,89 @@ def plot_cost_vs_tokens(
     return fig
 
 
+INTERVAL_OF = {
+    "speedup": "speedup_iv",
+    "tokens_per_forward": "tokens_per_forward_iv",
+    "mean_acceptance_length": "acceptance_iv",
+}
+VALUE_LABELS = {
+    "speedup": "speedup over plain decoding (n = generate calls)",
+    "tokens_per_forward": "tokens per target forward (n = request-steps)",
+    "mean_acceptance_length": "mean acceptance length E (n = verifications)",
+}
+
+
 def plot_speedup_by_category(
-    rows: Sequence[dict], batch_size: int = 1, methods: Sequence[str] | None = None, value: str = "speedup"
+    rows: Sequence[dict],
+    batch_size: int = 1,
+    methods: Sequence[str] | None = None,
+    value: str = "speedup",
+    overlay: Sequence[dict] | None = None,
+    rows_label: str = "this machine",
+    overlay_label: str = "this machine",
 ) -> Figure:
-    """Grouped bars: per task category, each method's speedup over plain (or another row value)."""
+    """Grouped bars: per task category, each method's value (speedup, tokens_per_forward or
+    mean_acceptance_length) with its 95% interval; `overlay` rows (this machine's run over a reference run)
+    as hollow diamonds with their intervals. A bar without an interval (n < 2) is drawn hatched, no bar."""
+    if value not in INTERVAL_OF:
+        raise ValueError(f"value={value!r}: allowed {list(INTERVAL_OF)}")
+    key = INTERVAL_OF[value]
     chosen = [r for r in _select(rows, methods, batch_size=batch_size) if r["method"] != "plain"]
     cats = [c for c in CATEGORY_TITLES if any(r["category"] == c for r in chosen)]
     names = list(dict.fromkeys(r["method"] for r in chosen))
     fig = Figure(figsize=(10, 4.8), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / max(1, len(names))
+    drawn: list[Interval] = []
+    over: list[Interval] = []
     for j, name in enumerate(names):
-        vals = [
-            next((r[value] for r in chosen if r["method"] == name and r["category"] == c), np.nan)
-            for c in cats
-        ]
-        ax.bar(
-            np.arange(len(cats)) + (j - (len(names) - 1) / 2) * width,
-            vals,
-            width,
-            color=_colour(name),
-            label=name,
-        )
+        xs = np.arange(len(cats)) + (j - (len(names) - 1) / 2) * width
+        for x, c in zip(xs, cats):
+            row = next((r for r in chosen if r["method"] == name and r["category"] == c), None)
+            iv = row.get(key) if row else None
+            if iv is None:
+                continue
+            ax.bar(x, iv.mean, width, color=_colour(name), label=name)
+            errorbar(ax, [x], [iv], fmt="none", color="black", lw=0.8, capsize=2)
+            drawn.append(iv)
+            mine = next(
+                (
+                    r.get(key)
+                    for r in overlay or ()
+                    if (r["method"], r["category"], r["batch_size"]) == (name, c, batch_size)
+                ),
+                None,
+            )
+            if mine is not None:
+                errorbar(ax, [x], [mine], fmt="D", color="black", mfc="white", ms=5, lw=0.8, capsize=2)
+                over.append(mine)
+    handles, labels = ax.get_legend_handles_labels()
+    uniq = dict(zip(labels, handles))
+    if over:
+        (h,) = ax.plot([], [], "D", color="black", mfc="white")
+        uniq[f"{overlay_label} ({n_label(over)})"] = h
     if value == "speedup":
         ax.axhline(1.0, color="black", lw=0.8, ls="--")
+    ax.set_ylim(bottom=0)  # an interval from few samples can reach below 0; no rate does
     ax.set_xticks(np.arange(len(cats)), [CATEGORY_TITLES[c] for c in cats])
-    ax.set_ylabel(
-        {"speedup": "speedup over plain decoding", "tokens_per_forward": "tokens per target forward"}.get(
-            value, value
-        )
+    ax.set_ylabel(VALUE_LABELS[value] + ", 95% interval")
+    what = f"{rows_label}, {n_label(drawn)}" if drawn else rows_label
+    ax.set_title(
+        f"{value.replace('_', ' ')} by task category, batch {batch_size} (bars: {what})", fontsize=10
     )
-    ax.set_title(f"{value.replace('_', ' ')} by task category, batch {batch_size}")
-    ax.legend(fontsize=8, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    ax.legend(
+        list(uniq.values()), list(uniq), fontsize=8, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.08)
+    )
     return fig
+
+
+def _speedup_points(ax, rows: Sequence[dict], name: str, **kw) -> list[Interval]:
+    """One method's speedup against batch size, with 95% intervals where a row has one (n >= 2)."""
+    pts = sorted((r["batch_size"], r["speedup_iv"]) for r in rows if r["method"] == name)
+    pts = [(b, iv) for b, iv in pts if iv is not None]
+    if pts:
+        errorbar(ax, [b for b, _ in pts], [iv for _, iv in pts], color=_colour(name), **kw)
+    return [iv for _, iv in pts]
 
 
 def plot_speedup_vs_batch(
@@ -158,16 +222,30 @@ def plot_speedup_vs_batch(
     accelerator: str = "",
     methods: Sequence[str] | None = None,
     mark_batch: int | None = None,
+    overlay: Sequence[dict] | None = None,
+    rows_label: str = "measured on this CPU",
+    overlay_label: str = "this machine",
 ) -> Figure:
-    """Left: the speedup measured on this CPU against batch size (all categories). Right: the projection
-    (or GPU measurement) for a 7B-class target on `accelerator`."""
+    """Left: the measured speedup against batch size (all categories) with 95% intervals (rows without one,
+    n < 2, are left out), and `overlay` (this machine's run, hollow markers) over `rows` (say a reference run).
+    Right: the projection (or GPU measurement) for a 7B-class target on `accelerator`."""
     chosen = [r for r in _select(rows, methods, category="all") if r["method"] != "plain"]
     fig = Figure(figsize=(12, 5.2), layout="constrained")
     left, right = fig.subplots(1, 2)
+    shown: list[Interval] = []
     for name in dict.fromkeys(r["method"] for r in chosen):
-        pts = sorted((r["batch_size"], r["speedup"]) for r in chosen if r["method"] == name)
-        left.plot(*zip(*pts), "o-", color=_colour(name), label=name)
-    left.set_title("measured on this CPU (zoo target, float32)")
+        shown += _speedup_points(left, chosen, name, fmt="o-", label=name)
+    over: list[Interval] = []
+    for name in dict.fromkeys(r["method"] for r in chosen):
+        if overlay:
+            mine = [r for r in overlay if r["category"] == "all" and r["method"] == name]
+            shifted = [{**r, "batch_size": r["batch_size"] * 1.1} for r in mine]  # beside, not on top
+            over += _speedup_points(left, shifted, name, fmt="D", mfc="white", ms=7, alpha=0.9)
+    title = f"{rows_label} ({n_label(shown)} generate calls)" if shown else rows_label
+    if over:
+        left.plot([], [], "D", color="black", mfc="white", label=f"{overlay_label} ({n_label(over)})")
+    left.set_title(title, fontsize=10)
+    left.set_ylim(bottom=0)  # an interval from few calls can reach below 0; no speedup does
     for name, p in (projection or {}).items():
         if methods is not None and name not in methods:
             continue

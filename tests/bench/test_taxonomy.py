@@ -48,6 +48,7 @@ def test_run_measures_every_method_category_and_batch() -> None:
         batch_sizes=(1, 2),
         categories=("code", "copy_edit"),
         keep_engines=True,
+        provenance=True,
     )
     keys = {(r["method"], r["category"], r["batch_size"]) for r in tax.rows}
     assert keys == {
@@ -72,6 +73,17 @@ def test_run_measures_every_method_category_and_batch() -> None:
     assert "| eagle2 tree |" in tx.pivot_markdown(tax.rows, "tokens_per_forward", 2)
     with pytest.raises(ValueError, match="no row"):
         tax.row("medusa tree")
+    # intervals: over request-steps, verifications and generate() calls paired with plain decoding's
+    b1 = tax.row("eagle2 tree")
+    assert b1["speedup_iv"].n == 4 and b1["speedup_iv"].mean == pytest.approx(b1["speedup"])
+    assert b1["tokens_per_forward_iv"].mean == pytest.approx(b1["tokens_per_forward"])
+    assert b1["acceptance_iv"].mean == pytest.approx(b1["mean_acceptance_length"])
+    assert b1["step_cost_iv"].mean == pytest.approx(b1["draft_cost"] + b1["verify_cost"])
+    assert tax.row("eagle2 tree", "code", 2)["speedup_iv"] is None  # one call: no interval
+    assert "- (n < 2)" in tx.markdown_table(tax.rows, tx.INTERVAL_COLUMNS)
+    # provenance of every prompt at the first batch size, and the plain outputs it reproduces
+    assert [len(v) for v in tax.provenance.values()] == [4, 4, 4]
+    assert tax.provenance["plain"][0].token_ids == tax.outputs["plain"][0] == tax.outputs["ngram"][0]
 
 
 def test_bad_run_arguments() -> None:
@@ -81,7 +93,29 @@ def test_bad_run_arguments() -> None:
         tx.run(("ngram",), batch_sizes=(0,))
 
 
-def test_cli_quick(capsys) -> None:
-    tx.main(["--quick", "--methods", "ngram"])
+def test_cli_quick_writes_a_reference_that_loads_back(capsys, tmp_path) -> None:
+    path = tmp_path / "ref.json"
+    tax = tx.main(["--quick", "--methods", "ngram", "--reference", str(path)])
     out = capsys.readouterr().out
     assert "emitted plain decoding's tokens" in out and "Projected speedup" in out and "copy-heavy" in out
+    ref = tx.load_reference(path)
+    assert ref["meta"]["prompts_per_category"] == 2 and ref["meta"]["batch_sizes"] == [1, 2]
+    assert "--reference" in ref["meta"]["command"] and len(ref["rows"]) == len(tax.rows)
+    row = next(r for r in ref["rows"] if (r["method"], r["category"], r["batch_size"]) == ("ngram", "all", 1))
+    assert row["speedup_iv"] == tax.row("ngram")["speedup_iv"]
+
+
+def test_load_reference_refuses_other_json(tmp_path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="holds no reference run"):
+        tx.load_reference(path)
+
+
+def test_the_committed_reference_loads() -> None:
+    ref = tx.load_reference(tx.REFERENCE_PATH)
+    assert ref["meta"]["prompts_per_category"] >= 4 and 1 in ref["meta"]["batch_sizes"]
+    methods = {r["method"] for r in ref["rows"]}
+    assert methods == {"plain", *tx.METHODS}
+    speedups = [r["speedup_iv"] for r in ref["rows"] if r["batch_size"] == 1 and r["method"] != "plain"]
+    assert all(iv is not None and iv.n >= 4 for iv in speedups)

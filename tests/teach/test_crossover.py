@@ -1,43 +1,15 @@
 """minispec.teach.crossover: intervals, the schedule derived from them, the verdict, and the step-by-step runs."""
 
-import math
-
 import pytest
 import torch
 
 from minispec.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
 from minispec.teach import crossover as cx
+from minispec.teach.stats import Interval
 
 
-def iv(mean: float, half: float, n: int = 10) -> cx.Interval:
-    return cx.Interval(mean, mean - half, mean + half, n)
-
-
-def test_t_quantiles_and_mean_interval() -> None:
-    assert cx.t975(1) == pytest.approx(12.706) and cx.t975(30) == pytest.approx(2.042)
-    assert cx.t975(45) == pytest.approx(2.021) and cx.t975(10_000) == 1.96
-    i = cx.mean_interval([1.0, 2.0, 3.0])
-    assert (i.mean, i.n) == (2.0, 3) and i.high - i.mean == pytest.approx(4.303 / math.sqrt(3))
-    with pytest.raises(ValueError, match="at least 2"):
-        cx.mean_interval([1.0])
-    with pytest.raises(ValueError, match="df"):
-        cx.t975(0)
-
-
-def test_ratio_interval_is_tokens_over_seconds() -> None:
-    i = cx.ratio_interval([2, 4, 6], [1.0, 2.0, 3.0])  # exactly proportional: no spread
-    assert i.mean == pytest.approx(2.0) and i.low == pytest.approx(2.0) and i.n == 3
-    j = cx.ratio_interval([1, 5, 1, 5], [1.0, 1.0, 1.0, 1.0])
-    assert j.mean == pytest.approx(3.0) and j.low < 3.0 < j.high
-    with pytest.raises(ValueError, match="paired"):
-        cx.ratio_interval([1], [1.0])
-
-
-def test_interval_comparisons() -> None:
-    a, b, c = iv(10, 1), iv(13, 1), iv(11.5, 1)
-    assert b.above(a) and not a.above(b) and a.overlaps(c) and not a.overlaps(b)
-    assert cx.standing(b, a) == "above" and cx.standing(a, b) == "below" and cx.standing(a, c) == "level"
-    assert a.format() == "10 [9, 11] (n = 10)"
+def iv(mean: float, half: float, n: int = 10) -> Interval:
+    return Interval(mean, mean - half, mean + half, n)
 
 
 def test_schedule_takes_the_smaller_k_where_intervals_overlap() -> None:
@@ -90,6 +62,18 @@ def test_sweep_runs_engines_step_by_step() -> None:
     assert set(curve) == {1, 2} and all(t > 0 for t in curve.values())
     with pytest.raises(ValueError, match="batch_sizes"):
         cx.prompt_batches((0,))
+    # a second sweep reuses the engines it is given and makes only the missing one
+    again = cx.sweep(
+        {**configs, "ngram k=1": {**configs["ngram"], "num_speculative_tokens": 1}},
+        (1,),
+        4,
+        max_prompt_tokens=64,
+        engines=steps.engines,
+    )
+    assert (
+        again.engines["plain"] is steps.engines["plain"] and again.engines["ngram"] is steps.engines["ngram"]
+    )
+    assert set(again) == {"plain", "ngram", "ngram k=1"} and sum(again["ngram k=1"][1].tokens) == 3
 
 
 def test_repeat_workload_primes_suffix_decoding() -> None:
@@ -102,3 +86,13 @@ def test_repeat_workload_primes_suffix_decoding() -> None:
     assert (
         again.acceptance_length().mean > 4.0
     )  # the answer is in the global tree: nearly every draft accepted
+
+
+def test_forward_ratios_over_the_fewest_tokens() -> None:
+    a = cx.Steps(scheduled=[1, 1, 1, 5, 5, 80, 80, 7], forward=[1.0, 1.1, 0.9, 1.0, 1.2, 3.0, 3.2, 9.0])
+    ratios = cx.forward_ratios([a])
+    assert set(ratios) == {1, 5, 80}  # 7 tokens: one forward, no interval
+    assert ratios[1].mean == pytest.approx(1.0) and ratios[80].mean == pytest.approx(3.1)
+    assert ratios[5].contains(1.0) and ratios[80].low > 1.0 and ratios[80].n == 2
+    with pytest.raises(ValueError, match="no token count"):
+        cx.forward_ratios([cx.Steps(scheduled=[1], forward=[1.0])])

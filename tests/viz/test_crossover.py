@@ -1,6 +1,6 @@
 """minispec.viz.crossover: each figure draws its intervals and n."""
 
-from minispec.teach.crossover import Interval
+from minispec.teach.stats import Interval
 from minispec.viz import crossover as vc
 
 

@@ -1,5 +1,5 @@
-"""Chapter 5's exercises (every method side by side): the winner on a copy-heavy prompt, a speedup from E, c
-and v, and the batch size at which a big tree stops paying on an H100.
+"""Chapter 5's exercises (every method side by side): a speedup from E, c and v, the batch size at which a big
+tree stops paying on an H100, and the winner on a copy-heavy prompt.
 
 vLLM has no counterpart. The copy-heavy winner is measured (greedy, so deterministic): tokens per target
 forward of three methods on one prompt of `minispec.bench.taxonomy.build_prompts`, read from each output's
@@ -69,18 +69,6 @@ def _break_even() -> int:
 
 EXERCISES = [
     Exercise(
-        "05.copy_winner",
-        f"On the copy-heavy prompt shown (a function, then the start of its copy), which of {list(COPY_METHODS)} "
-        f"(k = {COPY_K}, greedy, {COPY_TOKENS} tokens) emits the most tokens per target forward?",
-        _copy_winner,
-        "Measured, not argued: `ch05.copy_tokens_per_forward()` runs all three on this prompt and returns their "
-        "tokens per target forward. n-gram lookup drafts what the prompt says, so it wins only where the target "
-        "really copies the function it has just seen (section 5 measures how much of the copy the zoo target "
-        "reproduces); a trained drafter predicts the target itself, copy or not. A 7B model copies well, and "
-        "there prompt lookup and suffix decoding win such prompts.",
-        hint=f"one of {list(COPY_METHODS)}, as a string; the table's copy-heavy rows are a good guide",
-    ),
-    Exercise(
         "05.speedup",
         f"A drafter emits E = {E_EX} tokens per target forward; each of its k = {K_EX} draft steps costs "
         f"c = {C_EX} of a plain step and verifying {K_EX + 1} tokens costs v = {V_EX} plain steps. Speedup?",
@@ -104,5 +92,17 @@ EXERCISES = [
         "0.91x: it stops paying at 256. A chain of 4 verifies 5 B tokens and keeps paying as long as memory lasts.",
         hint="compare E t(B) with t(16 B), where t(m) = max(memory time, compute time) and the KV grows with B",
         rel_tol=0.0,
+    ),
+    Exercise(
+        "05.copy_winner",
+        f"On the copy-heavy prompt shown (a function, then the start of its copy), which of {list(COPY_METHODS)} "
+        f"(k = {COPY_K}, greedy, {COPY_TOKENS} tokens) emits the most tokens per target forward?",
+        _copy_winner,
+        "Measured, not argued: `ch05.copy_tokens_per_forward()` runs all three on this prompt and returns their "
+        "tokens per target forward. n-gram lookup drafts what the prompt says, so it wins only where the target "
+        "really copies the function it has just seen (section 5 measures how much of the copy the zoo target "
+        "reproduces); a trained drafter predicts the target itself, copy or not. A 7B model copies well, and "
+        "there prompt lookup and suffix decoding win such prompts.",
+        hint=f"one of {list(COPY_METHODS)}, as a string; the table's copy-heavy rows are a good guide",
     ),
 ]

@@ -1,23 +1,20 @@
 """Rejection sampler on the GPU: Triton kernels vs the PyTorch reference vs the memory floor (chapter 6).
 
-Run: `python -m minispec.bench.rejection_sampler_gpu [--csv docs/data/rejection_sampler_h200.csv]`.
-vLLM has no such script; the kernels measured are those of vllm/v1/sample/rejection_sampler.py.
-
-For vLLM-like shapes (every request drafts k tokens) it
-1. checks that each kernel returns exactly what its PyTorch reference returns, given the same draws;
-2. times the random path's kernels (recovered tokens + accept/reject) against the same work done by the
-   references on the GPU, and the whole `rejection_sample` call with either backend;
-3. compares the kernels with a floor: the bytes of target (and draft) probabilities read once, divided by
-   the device-to-device copy bandwidth measured here.
-It prints a table and writes a CSV. Without CUDA it says so and exits with status 0; `--dry-run` runs the
-same code on the CPU with tiny shapes through Triton's interpreter (a smoke test, timings meaningless).
-Exit status 1 when any kernel disagrees with its reference.
+Run: `python -m minispec.bench.rejection_sampler_gpu [--csv PATH.csv] [--json PATH.json]`; vLLM has no such
+script (the kernels are those of vllm/v1/sample/rejection_sampler.py). For every request drafting k tokens it
+checks each kernel equals its PyTorch reference on the same draws; times the random path's kernels against
+the references, in turns, keeping every sample (chapter 6 draws their 95% intervals); times the whole
+`rejection_sample` per backend; and sets a floor: the probabilities' bytes over the measured copy bandwidth.
+It writes a CSV of means and a JSON with every sample (default: the CSV's path with .json), the committed
+reference run chapter 6 reads from docs/data/. Without CUDA it exits 0; `--dry-run` runs tiny shapes on the
+CPU through Triton's interpreter (timings meaningless). Exit status 1 when a kernel disagrees.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import statistics
 import sys
@@ -50,11 +47,14 @@ COLUMNS = [
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", default=DEFAULT_CSV, help=f"output CSV path (default {DEFAULT_CSV})")
+    parser.add_argument(
+        "--json", default=None, help="output JSON with every timing sample (default: the CSV path, .json)"
+    )
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 64, 256])
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--vocab-sizes", type=int, nargs="+", default=[32000, 128256])
     parser.add_argument(
-        "--reps", type=int, default=20, help="timed repetitions per measurement (median kept)"
+        "--reps", type=int, default=20, help="timed repetitions per measurement (every sample kept)"
     )
     parser.add_argument(
         "--dry-run",
@@ -82,6 +82,32 @@ def time_us(fn: Callable[[], object], device: torch.device, reps: int, warmup: i
             fn()
             samples.append((time.perf_counter() - t0) * 1e6)
     return statistics.median(samples)
+
+
+def samples_in_turns_us(
+    fns: dict[str, Callable[[], object]], device: torch.device, reps: int, warmup: int = 3
+) -> dict[str, list[float]]:
+    """Microseconds of every call, the candidates run in turns (a, b, a, b, ...), CUDA events on the GPU."""
+    if reps < 2:
+        raise ValueError(f"reps={reps!r} must be >= 2 (an interval needs two samples)")
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            if device.type == "cuda":
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                out[name].append(start.elapsed_time(end) * 1e3)
+            else:
+                t0 = time.perf_counter()
+                fn()
+                out[name].append((time.perf_counter() - t0) * 1e6)
+    return out
 
 
 def copy_bandwidth(device: torch.device, num_bytes: int, reps: int) -> float:
@@ -157,8 +183,12 @@ def run_shape(batch_size, k, vocab_size, with_draft_probs, device, bandwidth, re
 
     triton_ops = {"recovered": K.sample_recovered_tokens, "random": K.rejection_random_sample}
     torch_ops = {"recovered": R.sample_recovered_tokens_ref, "random": R.rejection_random_sample_ref}
-    kernels_us = time_us(lambda: random_path(triton_ops), device, reps)
-    reference_us = time_us(lambda: random_path(torch_ops), device, reps)
+    samples = samples_in_turns_us(
+        {"kernels": lambda: random_path(triton_ops), "reference": lambda: random_path(torch_ops)},
+        device,
+        reps,
+    )
+    kernels_us, reference_us = statistics.mean(samples["kernels"]), statistics.mean(samples["reference"])
 
     # 3. The whole call (softmax and random draws included), all rows random at temperature 1.
     sm = SamplingMetadata(
@@ -193,6 +223,8 @@ def run_shape(batch_size, k, vocab_size, with_draft_probs, device, bandwidth, re
         "e2e_triton_us": round(e2e_triton_us, 2),
         "e2e_torch_us": round(e2e_torch_us, 2),
         "copy_bandwidth_gbs": round(bandwidth / 1e9, 1),
+        "kernels_samples_us": [round(t, 3) for t in samples["kernels"]],
+        "reference_samples_us": [round(t, 3) for t in samples["reference"]],
     }
 
 
@@ -213,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["TRITON_INTERPRET"] = "1"
         device = torch.device("cpu")
         shapes = [(b, k, v) for b in (1, 3) for k in (1, 2) for v in (50,)]
-        reps, copy_bytes = 1, 1 << 20
+        reps, copy_bytes = 2, 1 << 20
     else:
         if not torch.cuda.is_available():
             print(
@@ -246,10 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.csv)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    print(f"wrote {len(rows)} rows to {path}")
+    json_path = Path(args.json) if args.json else path.with_suffix(".json")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    command = "python -m minispec.bench.rejection_sampler_gpu" + (" --dry-run" if args.dry_run else "")
+    json_path.write_text(json.dumps({"command": command, "reps": reps, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {len(rows)} rows to {path} and {json_path}")
     mismatches = [r for r in rows if not r["match"]]
     if mismatches:
         print(

@@ -1,25 +1,17 @@
 """Scoring k + 1 positions two ways: V0's batch expansion against multi-query scoring (chapter 7).
 
-vLLM V0 (`vllm/spec_decode/batch_expansion.py` and `mqa_scorer.py` of v0.9.2, removed in PR #21152) had to
-score each sequence's last sampled token and its k drafts with the target. It had two scorers:
+vLLM V0 (`vllm/spec_decode/batch_expansion.py` and `mqa_scorer.py` of v0.9.2, removed in PR #21152) had two
+scorers. `BatchExpansionTop1Scorer` expands every sequence into k + 1 single-token sequences sharing its block
+table, so the decode kernel does a multi-query kernel's work but reads the context k + 1 times. `MQAScorer`
+keeps one sequence with k + 1 query tokens: what V1 always does (`gpu_model_runner.py`, `logits_indices`).
 
-- `BatchExpansionTop1Scorer`: expand every sequence into k + 1 sequences of ONE new token each. Sequence j
-  holds the context, then the last token and the first j drafts; its query is its last token. All of them
-  share the original's block table, so in every layer each expanded sequence writes its token's key and
-  value into the shared slots and then attends over them: the decode kernel does the work of a multi-query
-  kernel, at the price of reading the context's keys and values k + 1 times.
-- `MQAScorer`: keep one sequence per request with k + 1 query tokens (a short causal prefill on top of the
-  cache). This is what vLLM V1 always does: the flattened varlen batch of `gpu_model_runner.py` with logits
-  taken at `logits_indices`.
-
-Both run here through minispec's own decoder and model runner (`ModelRunner._prepare_inputs`, the paged
-cache, `PagedAttention`); `score_batch_expansion` and `score_mqa` return the same [B, k + 1, vocab] logits
-(up to float rounding), and `time_scoring` measures both for several k and batch sizes.
+Both run through minispec's own model runner (`ModelRunner._prepare_inputs`, the paged cache) and return the
+same [B, k + 1, vocab] logits up to rounding. `time_scoring` times them in turns and keeps every sample;
+`scoring_settings` and `scoring_verdict` turn the samples into 95% intervals and sentences.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +23,15 @@ from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.sampling_params import SamplingParams
+from minispec.teach.stats import (
+    Interval,
+    compare_to_model,
+    interleaved_times,
+    mean_interval,
+    ratio_interval,
+    standing,
+    standing_to_value,
+)
 from minispec.worker.model_runner import ModelRunner
 
 METHODS = ("batch_expansion", "mqa")
@@ -164,17 +165,19 @@ def time_scoring(
     ks: list[int],
     batch_sizes: list[int],
     context_len: int = 128,
-    repeats: int = 3,
+    repeats: int = 5,
     num_threads: int | None = 1,
     seed: int = 0,
 ) -> list[dict]:
-    """Best-of-`repeats` seconds of one scoring pass per (method, batch size, k), with a logits check.
+    """Seconds of one scoring pass per (method, batch size, k), both methods run in turns `repeats` times,
+    every sample kept (`minispec.teach.stats.interleaved_times`), with a check of the logits.
 
-    Every row: method, batch_size, k, context_len, seconds, num_sequences (in the forward's batch),
+    Every row: method, batch_size, k, context_len, samples (seconds, one per round, in round order, so the
+    two methods' samples pair up), seconds (their mean), num_sequences (in the forward's batch),
     kv_rows_read, max_abs_diff (between the two methods' logits at this setting).
     """
-    if repeats < 1:
-        raise ValueError(f"repeats={repeats} must be >= 1")
+    if not isinstance(repeats, int) or repeats < 2:
+        raise ValueError(f"repeats={repeats!r} must be an int >= 2 (an interval needs two samples)")
     old_threads = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(num_threads)
@@ -186,12 +189,8 @@ def time_scoring(
                 bench = ScoringBench(model, histories, drafts)
                 logits = {m: bench.score(m) for m in METHODS}  # also warms both paths up
                 diff = float((logits["mqa"] - logits["batch_expansion"]).abs().max())
-                best = dict.fromkeys(METHODS, float("inf"))
-                for _ in range(repeats):  # alternate the methods, so a change in machine load hits both
-                    for method in METHODS:
-                        start = time.perf_counter()
-                        bench.score(method)
-                        best[method] = min(best[method], time.perf_counter() - start)
+                calls = {m: (lambda m=m, bench=bench: bench.score(m)) for m in METHODS}
+                samples = interleaved_times(calls, repeats=repeats, warmup=0)
                 for method in METHODS:
                     rows.append(
                         dict(
@@ -199,7 +198,8 @@ def time_scoring(
                             batch_size=batch_size,
                             k=k,
                             context_len=context_len,
-                            seconds=best[method],
+                            samples=samples[method],
+                            seconds=float(np.mean(samples[method])),
                             num_sequences=batch_size * (k + 1) if method == "batch_expansion" else batch_size,
                             kv_rows_read=bench.kv_rows_read(method),
                             max_abs_diff=diff,
@@ -208,3 +208,84 @@ def time_scoring(
         return rows
     finally:
         torch.set_num_threads(old_threads)
+
+
+# ---- intervals and the verdict, from the rows of time_scoring ---------------------------------------------
+@dataclass(frozen=True)
+class ScoringSetting:
+    """One (batch size, k) of `time_scoring`: both methods' ms per pass, their paired ratio, and the ratio of
+    cached key rows read (the model of what batch expansion costs more if attention were all the work)."""
+
+    batch_size: int
+    k: int
+    mqa_ms: Interval
+    expansion_ms: Interval
+    ratio: Interval  # batch expansion / multi-query, paired by round
+    kv_ratio: float
+
+
+def scoring_settings(rows: list[dict]) -> list[ScoringSetting]:
+    """The rows of `time_scoring` grouped by (batch size, k), with 95% intervals; sorted by B, then k."""
+    if not rows:
+        raise ValueError("rows is empty: pass the output of time_scoring")
+    by_key: dict[tuple[int, int], dict[str, dict]] = {}
+    for r in rows:
+        if len(r.get("samples", ())) < 2:
+            raise ValueError(
+                f"row {r.get('method')!r} B={r.get('batch_size')} k={r.get('k')} needs >= 2 samples"
+            )
+        by_key.setdefault((int(r["batch_size"]), int(r["k"])), {})[r["method"]] = r
+    out = []
+    for (b, k), pair in sorted(by_key.items()):
+        if set(pair) != set(METHODS):
+            raise ValueError(f"B={b}, k={k} lacks a method: has {sorted(pair)}, needs {list(METHODS)}")
+        mqa, exp = pair["mqa"], pair["batch_expansion"]
+        out.append(
+            ScoringSetting(
+                b,
+                k,
+                mean_interval(mqa["samples"]).scaled(1e3),
+                mean_interval(exp["samples"]).scaled(1e3),
+                ratio_interval(exp["samples"], mqa["samples"]),
+                exp["kv_rows_read"] / mqa["kv_rows_read"],
+            )
+        )
+    return out
+
+
+def scoring_verdict(settings: list[ScoringSetting]) -> str:
+    """Sentences decided from the intervals: where batch expansion is slower than multi-query scoring, how
+    the time ratio sits against the key-rows model, and whether the ratio grows from the smallest k to the
+    largest at each batch size."""
+    if not settings:
+        raise ValueError("settings is empty: pass the output of scoring_settings")
+    n = len(settings)
+    sides = [standing_to_value(s.ratio, 1.0) for s in settings]
+    parts = [
+        f"Batch expansion took longer than multi-query scoring at {sides.count('above')} of the {n} settings, "
+        f"was level at {sides.count('level')} and faster at {sides.count('below')} (paired 95% intervals of "
+        "the time ratio against 1)."
+    ]
+    fit = compare_to_model([s.ratio for s in settings], [s.kv_ratio for s in settings])
+    if fit.one_sided == "below":
+        parts.append(
+            "The time ratio sits below the ratio of cached keys read: attention is only part of the work, "
+            "and the weights cost both methods the same."
+        )
+    elif fit.one_sided == "above":
+        parts.append("The time ratio sits above the ratio of cached keys read: more than attention grows.")
+    else:
+        parts.append(f"Against the ratio of cached keys read: {fit.describe('it')}.")
+    growth: dict[str, list[str]] = {}
+    for b in sorted({s.batch_size for s in settings}):
+        mine = sorted((s for s in settings if s.batch_size == b), key=lambda s: s.k)
+        if len(mine) >= 2:
+            word = {"above": "grew", "below": "shrank", "level": "stayed level"}[
+                standing(mine[-1].ratio, mine[0].ratio)
+            ]
+            growth.setdefault(word, []).append(f"B = {b}")
+    if growth:
+        ks = sorted({s.k for s in settings})
+        said = "; ".join(f"{word} at {' and '.join(bs)}" for word, bs in growth.items())
+        parts.append(f"From the smallest k ({ks[0]}) to the largest ({ks[-1]}) the ratio {said}.")
+    return " ".join(parts)

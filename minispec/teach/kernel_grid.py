@@ -20,18 +20,21 @@ running anything. `launch_plan` then says what each program of each launch does,
   (computed, never used).
 - `expand_kernel`, grid (B,): program i copies request i's value to its draft rows (once per parameter:
   temperature, then min-p, top-k, top-p when the batch uses them).
+
+`kernel_timings` and `kernel_timing_verdict` read the GPU reference run (every sample kept) as intervals.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import torch
 
 from minispec.sampling_params import SamplingParams, SamplingType
+from minispec.teach.stats import Interval, compare_to_model, mean_interval, standing
 
 KERNEL_NAMES = (
     "expand_kernel",
@@ -295,3 +298,70 @@ def compare_with_references(inputs: dict[str, object], block_size: int | None = 
         kernel = "expand_kernel" if name == "expand_batch_to_tokens" else f"{name}_kernel"
         checks.append(KernelCheck(kernel, f"{name}_ref", out, ref))
     return checks
+
+
+# ---- GPU timings of a committed reference run (bench/rejection_sampler_gpu.py's JSON), as intervals -----
+@dataclass(frozen=True)
+class KernelTiming:
+    """One measured shape: B requests, k drafts each, a vocabulary, with or without draft probabilities."""
+
+    batch_size: int
+    k: int
+    vocab_size: int
+    draft_probs: bool
+    kernels_us: Interval
+    reference_us: Interval
+    floor_us: float
+
+    @property
+    def num_tokens(self) -> int:
+        return self.batch_size * self.k
+
+
+def _flag(value: object) -> bool:
+    return str(value).lower() in ("true", "1", "1.0")
+
+
+def kernel_timings(rows: Sequence[Mapping[str, object]]) -> list[KernelTiming]:
+    """One KernelTiming per row that holds `kernels_samples_us` and `reference_samples_us` (2 or more each)."""
+    if not rows:
+        raise ValueError("rows is empty: pass the rows of a rejection_sampler_*.json reference run")
+    out = []
+    for row in rows:
+        kernels, reference = row.get("kernels_samples_us"), row.get("reference_samples_us")
+        if not isinstance(kernels, list) or not isinstance(reference, list):
+            raise ValueError(
+                f"row B={row.get('batch_size')} k={row.get('k')} has no kernels_samples_us / "
+                "reference_samples_us lists: rerun the bench, which keeps every sample"
+            )
+        out.append(
+            KernelTiming(
+                int(float(row["batch_size"])),
+                int(float(row["k"])),
+                int(float(row["vocab_size"])),
+                _flag(row.get("draft_probs")),
+                mean_interval(kernels),
+                mean_interval(reference),
+                float(row["floor_us"]),
+            )
+        )
+    return out
+
+
+def kernel_timing_verdict(timings: Sequence[KernelTiming]) -> str:
+    """Where the kernels beat the reference (intervals apart), and how their intervals sit on the floor."""
+    if not timings:
+        raise ValueError("timings is empty: pass the output of kernel_timings")
+    n = len(timings)
+    sides = [standing(t.kernels_us, t.reference_us) for t in timings]
+    faster, slower = sides.count("below"), sides.count("above")
+    fit = compare_to_model([t.kernels_us for t in timings], [t.floor_us for t in timings])
+    first = (
+        f"The Triton kernels were faster than the PyTorch reference at {faster} of {n} shapes, slower at "
+        f"{slower} and level at {n - faster - slower} (95% intervals apart or not)."
+    )
+    if fit.one_sided == "above":
+        second = f"They stay above the memory floor: {fit.describe('the floor')}."
+    else:
+        second = f"Against the memory floor: {fit.describe('the floor')}."
+    return f"{first} {second}"

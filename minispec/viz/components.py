@@ -1,7 +1,7 @@
 """Figures and HTML for chapter 7 (the components and their vLLM files, V1 and V0).
 
 vLLM has no counterpart file. The data come from `minispec.concordance` (rows, V0's layout, vLLM v0.32.0's
-folders), `minispec.teach.batch_expansion` (scoring times), `minispec.teach.call_trace` (one engine step's
+folders), `minispec.teach.batch_expansion` (scoring times, with intervals), `minispec.teach.call_trace` (one engine step's
 call tree) and `minispec.teach.lifecycle` (request statuses per step). Every figure is built without pyplot.
 """
 
@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from matplotlib.figure import Figure
 
 from minispec import concordance as cc
 from minispec.teach.call_trace import CallTrace
 from minispec.teach.lifecycle import Lifecycle
+from minispec.viz.intervals import errorbar, n_label
+
+if TYPE_CHECKING:
+    from minispec.teach.batch_expansion import ScoringSetting
 
 ROW_HEIGHT = 0.19  # inches per text row in the map figures
 STATUS_COLOURS = {
@@ -170,51 +175,55 @@ def concordance_table(query: str = "", max_rows: int | None = None):
 
 
 # ---- batch expansion against multi-query scoring ---------------------------------------------------------------
-def plot_scoring_times(rows: list[dict]) -> Figure:
-    """Left: seconds per scoring pass against k, one colour per batch size (solid MQA, dashed batch expansion).
-    Right: batch expansion's time over MQA's, and the ratio of cached key rows the two read."""
-    if not rows:
-        raise ValueError("rows is empty: pass the output of minispec.teach.batch_expansion.time_scoring")
+def plot_scoring_times(settings: Sequence[ScoringSetting]) -> Figure:
+    """Left: ms per scoring pass against k with 95% intervals, one colour per batch size (solid multi-query,
+    dashed batch expansion). Right: batch expansion's time over multi-query's (paired 95% intervals) beside
+    the ratio of cached key rows the two read (dotted: the model if attention were all the work)."""
+    if not settings:
+        raise ValueError(
+            "settings is empty: pass the output of minispec.teach.batch_expansion.scoring_settings"
+        )
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     ax_t, ax_r = fig.subplots(1, 2)
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
-    for i, batch_size in enumerate(sorted({r["batch_size"] for r in rows})):
+    for i, batch_size in enumerate(sorted({s.batch_size for s in settings})):
         c = colours[i % len(colours)]
-        for method, style in (("mqa", "-o"), ("batch_expansion", "--s")):
-            pts = sorted(
-                (r["k"], r["seconds"] * 1e3)
-                for r in rows
-                if r["batch_size"] == batch_size and r["method"] == method
+        mine = sorted((s for s in settings if s.batch_size == batch_size), key=lambda s: s.k)
+        ks = [s.k for s in mine]
+        for attr, style, name in (
+            ("mqa_ms", "-o", "multi-query (V1)"),
+            ("expansion_ms", "--s", "batch exp. (V0)"),
+        ):
+            errorbar(
+                ax_t,
+                ks,
+                [getattr(s, attr) for s in mine],
+                fmt=style,
+                color=c,
+                ms=4,
+                label=f"B={batch_size}, {name}",
             )
-            label = f"B={batch_size}, {'multi-query (V1)' if method == 'mqa' else 'batch expansion (V0)'}"
-            ax_t.plot([p[0] for p in pts], [p[1] for p in pts], style, color=c, label=label, ms=4)
-        by_k = {}
-        for r in rows:
-            if r["batch_size"] == batch_size:
-                by_k.setdefault(r["k"], {})[r["method"]] = r
-        ks = sorted(k for k in by_k if len(by_k[k]) == 2)
-        ax_r.plot(
-            ks,
-            [by_k[k]["batch_expansion"]["seconds"] / by_k[k]["mqa"]["seconds"] for k in ks],
-            "-o",
-            color=c,
-            ms=4,
-            label=f"B={batch_size}: time ratio",
+        errorbar(
+            ax_r, ks, [s.ratio for s in mine], fmt="-o", color=c, ms=4, label=f"B={batch_size}: time ratio"
         )
         ax_r.plot(
-            ks,
-            [by_k[k]["batch_expansion"]["kv_rows_read"] / by_k[k]["mqa"]["kv_rows_read"] for k in ks],
-            ":",
-            color=c,
-            label=f"B={batch_size}: cached keys read, ratio",
+            ks, [s.kv_ratio for s in mine], ":", color=c, label=f"B={batch_size}: cached keys read, ratio"
         )
-    ax_t.set(xlabel="drafts per request k", ylabel="ms per scoring pass", title="scoring k + 1 positions")
+    times = [s.mqa_ms for s in settings] + [s.expansion_ms for s in settings]
+    ax_t.set(
+        xlabel="drafts per request k",
+        ylabel="ms per scoring pass (95% interval)",
+        title=f"scoring k + 1 positions ({n_label(times)} per point)",
+    )
     ax_t.legend(fontsize=7)
+    all_ks = sorted({s.k for s in settings})
+    for ax in (ax_t, ax_r):
+        ax.set_xticks(all_ks)
     ax_r.axhline(1.0, color="black", lw=0.6)
     ax_r.set(
         xlabel="drafts per request k",
         ylabel="batch expansion / multi-query",
-        title="what batch expansion costs more",
+        title=f"what batch expansion costs more ({n_label([s.ratio for s in settings])} rounds)",
     )
     ax_r.legend(fontsize=7)
     return fig

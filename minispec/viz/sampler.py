@@ -8,7 +8,7 @@ vLLM has no counterpart file. The numbers come from `minispec.teach.sampler_stag
 
 from __future__ import annotations
 
-import csv
+import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 from minispec.sample.metadata import SamplingMetadata
 from minispec.sample.rejection_sampler import PLACEHOLDER_TOKEN_ID, RejectionSampler
 from minispec.sampling_params import SamplingParams
-from minispec.teach.kernel_grid import KernelPlan
+from minispec.teach.kernel_grid import KernelPlan, KernelTiming
 from minispec.teach.sampler_stages import (
     Stage,
     exponential_race,
@@ -31,6 +31,7 @@ from minispec.teach.sampler_stages import (
     race_vs_multinomial,
     sampler_stages,
 )
+from minispec.viz.intervals import errorbar, n_label
 
 Decode = Callable[[int], str]
 BLUE, ORANGE, GREEN, RED, PURPLE, GREY = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#b0b0b0"
@@ -596,51 +597,49 @@ def plot_kernel_launches(plans: Sequence[KernelPlan], vocab_size: int, tile_prog
 
 
 def load_kernel_timings(data_dir: str | Path = "docs/data") -> list[dict[str, object]] | None:
-    """Rows of the first `rejection_sampler_*.csv` under `data_dir` (written by
-    `python -m minispec.bench.gpu_all --out docs/data`), numbers parsed; None when there is none."""
-    files = sorted(Path(data_dir).glob("rejection_sampler_*.csv"))
+    """Rows of the first `rejection_sampler_*.json` under `data_dir` (the reference run written by
+    `python -m minispec.bench.rejection_sampler_gpu`, every sample kept), each with its file as "source";
+    None when there is none."""
+    files = sorted(Path(data_dir).glob("rejection_sampler_*.json"))
     if not files:
         return None
-    rows = []
-    with files[0].open() as f:
-        for row in csv.DictReader(f):
-            parsed: dict[str, object] = {"source": files[0].name}
-            for key, value in row.items():
-                try:
-                    parsed[key] = float(value)
-                except (TypeError, ValueError):
-                    parsed[key] = value
-            rows.append(parsed)
-    return rows
+    data = json.loads(files[0].read_text())
+    return [{"source": files[0].name, **row} for row in data["rows"]]
 
 
-def plot_kernel_timings(rows: Sequence[Mapping[str, object]]) -> Figure:
-    """The kernels' time against the PyTorch reference's and the memory floor, one panel per vocabulary
-    size, against the draft tokens verified (B k); rows with draft probabilities when there are any."""
-    if not rows:
-        raise ValueError("rows must hold at least one timing row (from load_kernel_timings)")
-    with_q = [r for r in rows if str(r.get("draft_probs")).lower() in ("true", "1", "1.0")]
-    rows = with_q or list(rows)
-    vocabs = sorted({int(float(r["vocab_size"])) for r in rows})
+def plot_kernel_timings(timings: Sequence[KernelTiming]) -> Figure:
+    """The kernels' time and the PyTorch reference's with 95% intervals, and the memory floor, against the
+    draft tokens verified (B k), one panel per vocabulary size; shapes with draft probabilities when any."""
+    if not timings:
+        raise ValueError("timings must hold at least one KernelTiming (from teach.kernel_timings)")
+    with_q = [t for t in timings if t.draft_probs]
+    timings = with_q or list(timings)
+    vocabs = sorted({t.vocab_size for t in timings})
     fig = Figure(figsize=(6.0 * len(vocabs), 4.4), layout="constrained")
     for ax, v in zip(fig.subplots(1, len(vocabs), squeeze=False)[0], vocabs):
-        mine = [r for r in rows if int(float(r["vocab_size"])) == v]
-        by_n: dict[float, list[Mapping[str, object]]] = {}
-        for r in mine:
-            by_n.setdefault(float(r["num_tokens"]), []).append(r)
-        n = sorted(by_n)
-
-        def median(key: str, groups=by_n, ns=n) -> list[float]:
-            return [float(np.median([float(r[key]) for r in groups[k]])) for k in ns]
-
-        ax.plot(n, median("kernels_us"), "o-", color=ORANGE, label="Triton kernels")
-        ax.plot(n, median("reference_us"), "s-", color=BLUE, label="PyTorch reference")
-        ax.plot(n, median("floor_us"), "--", color="black", label="memory floor (probabilities read once)")
+        mine = sorted((t for t in timings if t.vocab_size == v), key=lambda t: (t.num_tokens, t.k))
+        x = np.array([t.num_tokens for t in mine], dtype=float)
+        ks = np.array([t.k for t in mine], dtype=float)
+        shift = 1.0 + 0.04 * (ks - ks.mean())  # shapes with the same B k side by side
+        errorbar(
+            ax, x * shift, [t.kernels_us for t in mine], fmt="o", color=ORANGE, ms=4, label="Triton kernels"
+        )
+        errorbar(
+            ax,
+            x * shift,
+            [t.reference_us for t in mine],
+            fmt="s",
+            color=BLUE,
+            ms=4,
+            label="PyTorch reference",
+        )
+        ax.plot(x * shift, [t.floor_us for t in mine], "_", color="black", ms=12, mew=2, label="memory floor")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("draft tokens verified (B k)")
-        ax.set_ylabel("microseconds")
-        ax.set_title(f"vocabulary {v:,} on {mine[0].get('device', 'GPU')}", fontsize=10)
+        ax.set_ylabel("microseconds (95% interval)")
+        every = [t.kernels_us for t in mine] + [t.reference_us for t in mine]
+        ax.set_title(f"vocabulary {v:,} ({n_label(every)} per point)", fontsize=10)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
     return fig

@@ -4,6 +4,7 @@ Runs in a subprocess so that the script's TRITON_INTERPRET=1 and its imports sta
 """
 
 import csv
+import json
 import subprocess
 import sys
 
@@ -21,3 +22,6 @@ def test_dry_run_writes_csv(tmp_path):
     assert len(rows) == 8
     assert all(row["match"] == "True" for row in rows)
     assert {"kernels_us", "reference_us", "floor_us", "e2e_triton_us"} <= set(rows[0])
+    data = json.loads(path.with_suffix(".json").read_text())  # every sample, for chapter 6's intervals
+    assert len(data["rows"]) == 8 and "--dry-run" in data["command"]
+    assert all(len(r["kernels_samples_us"]) == len(r["reference_samples_us"]) == 2 for r in data["rows"])

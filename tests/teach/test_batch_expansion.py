@@ -1,6 +1,7 @@
 """minispec/teach/batch_expansion.py: V0's batch expansion and multi-query scoring give the logits a plain
 full-context forward gives, through minispec's own model on the paged cache; the plan and timings are sane."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -55,11 +56,13 @@ def test_scoring_is_repeatable_and_counts_reads(model) -> None:
 
 def test_time_scoring_rows(model) -> None:
     threads = torch.get_num_threads()
-    rows = be.time_scoring(model, ks=[1, 2], batch_sizes=[1, 2], context_len=12, repeats=1)
+    rows = be.time_scoring(model, ks=[1, 2], batch_sizes=[1, 2], context_len=12, repeats=3)
     assert torch.get_num_threads() == threads
     assert len(rows) == 2 * 2 * 2
     for r in rows:
-        assert r["seconds"] > 0 and r["max_abs_diff"] < 1e-3
+        assert len(r["samples"]) == 3 and all(t > 0 for t in r["samples"])
+        assert r["seconds"] == pytest.approx(sum(r["samples"]) / 3)
+        assert r["max_abs_diff"] < 1e-3
         assert r["num_sequences"] == r["batch_size"] * (
             (r["k"] + 1) if r["method"] == "batch_expansion" else 1
         )
@@ -70,5 +73,54 @@ def test_bad_inputs(model) -> None:
         be.ScoringBench(model, [[1, 2], [3, 4]], [[5], [6, 7]])
     with pytest.raises(ValueError, match="at least 2 tokens"):
         be.ScoringBench(model, [[1]], [[5]])
-    with pytest.raises(ValueError, match="repeats=0"):
-        be.time_scoring(model, [1], [1], repeats=0)
+    with pytest.raises(ValueError, match="repeats=1"):
+        be.time_scoring(model, [1], [1], repeats=1)
+
+
+def fake_rows(expansion_factor, noise=0.0, ks=(1, 4), batch_sizes=(1, 8)) -> list[dict]:
+    """Rows shaped like time_scoring's: multi-query 10 ms per pass; batch expansion its factor(b, k) times."""
+    rows, gen = [], np.random.default_rng(0)
+    for b in batch_sizes:
+        for k in ks:
+            for method, f in (("mqa", 1.0), ("batch_expansion", expansion_factor(b, k))):
+                samples = (0.010 * f * (1 + noise * gen.uniform(-1, 1, size=6))).tolist()
+                rows.append(
+                    dict(
+                        method=method,
+                        batch_size=b,
+                        k=k,
+                        samples=samples,
+                        seconds=sum(samples) / 6,
+                        kv_rows_read=100 * (k + 1) if method == "batch_expansion" else 100,
+                    )
+                )
+    return rows
+
+
+def test_settings_carry_intervals_and_the_key_ratio() -> None:
+    settings = be.scoring_settings(fake_rows(lambda b, k: 1.0 + 0.1 * k * b, noise=0.01))
+    assert [(s.batch_size, s.k) for s in settings] == [(1, 1), (1, 4), (8, 1), (8, 4)]
+    last = settings[-1]
+    assert last.mqa_ms.n == last.ratio.n == 6
+    assert last.mqa_ms.contains(10.0) and last.ratio.contains(1.0 + 0.1 * 4 * 8)
+    assert last.kv_ratio == 5.0
+    with pytest.raises(ValueError, match="rows is empty"):
+        be.scoring_settings([])
+    one = [dict(r, samples=r["samples"][:1]) for r in fake_rows(lambda b, k: 2.0)]
+    with pytest.raises(ValueError, match="needs >= 2 samples"):
+        be.scoring_settings(one)
+    with pytest.raises(ValueError, match="lacks a method"):
+        be.scoring_settings([r for r in fake_rows(lambda b, k: 2.0) if r["method"] == "mqa"])
+
+
+def test_verdict_follows_the_intervals() -> None:
+    clear = be.scoring_verdict(be.scoring_settings(fake_rows(lambda b, k: 1.0 + 0.1 * k * b, noise=0.01)))
+    assert "longer than multi-query scoring at 4 of the 4 settings, was level at 0 and faster at 0" in clear
+    assert "below the ratio of cached keys read" in clear
+    assert "the ratio grew at B = 1 and B = 8." in clear
+    # The same means under heavy noise: nothing can be told apart, and the text says so.
+    noisy = be.scoring_verdict(be.scoring_settings(fake_rows(lambda b, k: 1.0 + 0.02 * k, noise=0.5)))
+    assert "longer than multi-query scoring at 0 of the 4 settings, was level at 4" in noisy
+    assert "stayed level at B = 1 and B = 8" in noisy
+    with pytest.raises(ValueError, match="settings is empty"):
+        be.scoring_verdict([])

@@ -66,4 +66,6 @@ def test_numeric_answers_and_their_traps():
     cutoff = exercises.get("06.min_p_cutoff")
     assert cutoff.is_correct(-2.0 * math.log(0.1)) and not cutoff.is_correct(math.log(10))
     grid = exercises.get("06.recovered_programs")
-    assert grid.is_correct((16, 7)) and not grid.is_correct([16, 9]) and not grid.is_correct([4, 0])
+    assert grid.is_correct((25, 14, 176))
+    assert not grid.is_correct([25, 11, 176]) and not grid.is_correct([5, 0, 176])
+    assert not grid.is_correct([25, 14, 11])  # tiles forgotten: one per working program

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from minispec import LLM, SamplingParams  # noqa: E402
 from minispec import concordance as cc  # noqa: E402
+from minispec.teach import batch_expansion as be  # noqa: E402
 from minispec.teach.call_trace import trace_calls  # noqa: E402
 from minispec.teach.lifecycle import record_lifecycle  # noqa: E402
 from minispec.viz import components as vc  # noqa: E402
@@ -54,16 +55,19 @@ def test_scoring_times_figure() -> None:
             method=m,
             batch_size=b,
             k=k,
-            seconds=0.01 * (k + 1) * (2 if m == "batch_expansion" else 1),
+            samples=[
+                0.01 * (k + 1) * (2 if m == "batch_expansion" else 1) * (1 + 0.01 * i) for i in range(4)
+            ],
             kv_rows_read=(k + 1) * 10 if m == "batch_expansion" else 10,
         )
         for m in ("mqa", "batch_expansion")
         for b in (1, 4)
         for k in (1, 2, 4)
     ]
-    fig = vc.plot_scoring_times(rows)
-    assert len(fig.axes) == 2 and len(fig.axes[0].lines) == 4
-    with pytest.raises(ValueError, match="rows is empty"):
+    fig = vc.plot_scoring_times(be.scoring_settings(rows))
+    assert len(fig.axes) == 2 and len(fig.axes[0].containers) == 4  # one error-bar series per (B, method)
+    assert "n = 4" in fig.axes[0].get_title() and "n = 4" in fig.axes[1].get_title()
+    with pytest.raises(ValueError, match="settings is empty"):
         vc.plot_scoring_times([])
 
 

@@ -5,13 +5,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import json  # noqa: E402
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from minispec.sample.metadata import SamplingMetadata, make_generator  # noqa: E402
 from minispec.sampling_params import SamplingParams  # noqa: E402
-from minispec.teach.kernel_grid import launch_plan  # noqa: E402
+from minispec.teach.kernel_grid import (
+    kernel_timings,  # noqa: E402
+    launch_plan,  # noqa: E402
+)
 from minispec.teach.sampler_stages import sampler_stages  # noqa: E402
 from minispec.viz.sampler import (  # noqa: E402
     load_kernel_timings,
@@ -113,17 +118,26 @@ def test_kernel_launch_figure():
 
 def test_kernel_timings(tmp_path):
     assert load_kernel_timings(tmp_path) is None
-    header = "device,batch_size,k,vocab_size,draft_probs,num_tokens,match,kernels_us,reference_us,floor_us\n"
-    lines = [
-        f"NVIDIA H200,{b},{k},{v},True,{b * k},True,{10 + b},{50 + 3 * b},{2 + b / 4}"
+    rows = [
+        dict(
+            device="NVIDIA H200",
+            batch_size=b,
+            k=k,
+            vocab_size=v,
+            draft_probs=True,
+            floor_us=2 + b / 4,
+            kernels_samples_us=[10 + b, 11 + b, 10.5 + b],
+            reference_samples_us=[50 + 3 * b, 52 + 3 * b, 51 + 3 * b],
+        )
         for v in (32000, 128256)
         for b in (1, 16, 64)
         for k in (1, 4)
     ]
-    (tmp_path / "rejection_sampler_h200.csv").write_text(header + "\n".join(lines) + "\n")
-    rows = load_kernel_timings(tmp_path)
-    assert len(rows) == 12 and rows[0]["kernels_us"] == 11.0 and rows[0]["device"] == "NVIDIA H200"
-    fig = drawn(plot_kernel_timings(rows))
-    assert len(fig.axes) == 2 and "128,256" in fig.axes[1].get_title()
-    with pytest.raises(ValueError, match="rows"):
+    (tmp_path / "rejection_sampler_h200.json").write_text(json.dumps({"command": "x", "rows": rows}))
+    loaded = load_kernel_timings(tmp_path)
+    assert len(loaded) == 12 and loaded[0]["source"] == "rejection_sampler_h200.json"
+    fig = drawn(plot_kernel_timings(kernel_timings(loaded)))
+    assert len(fig.axes) == 2 and "128,256" in fig.axes[1].get_title() and "n = 3" in fig.axes[1].get_title()
+    assert len(fig.axes[0].containers) == 2  # kernels and reference, each with its error bars
+    with pytest.raises(ValueError, match="timings"):
         plot_kernel_timings([])

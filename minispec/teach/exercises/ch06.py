@@ -23,7 +23,8 @@ from minispec.teach.exercises import Exercise, Reference
 FILTER_PROBS = [0.10, 0.40, 0.05, 0.30, 0.15]
 FILTER_TOP_K, FILTER_TOP_P = 3, 0.8
 MIN_P, MIN_P_TEMPERATURE = 0.1, 2.0
-GRID_NUM_DRAFT_TOKENS = [3, 0, 2, 4]
+GRID_NUM_DRAFT_TOKENS = [2, 5, 0, 1, 3]
+GRID_VOCAB = 128_256  # Llama 3's vocabulary: the launcher picks tiles of 8,192
 
 
 def surviving_tokens() -> list[int]:
@@ -46,15 +47,15 @@ def min_p_cutoff() -> float:
 
 
 def recovered_programs() -> list[int]:
-    """[programs launched, programs that return at once] of sample_recovered_tokens_kernel for a random batch
-    with GRID_NUM_DRAFT_TOKENS drafts."""
+    """[programs launched, programs that return at once, vocabulary tiles read in all] of
+    sample_recovered_tokens_kernel for a random batch with GRID_NUM_DRAFT_TOKENS drafts and GRID_VOCAB."""
     from minispec.sampling_params import SamplingParams
     from minispec.teach.kernel_grid import launch_plan
 
     params = [SamplingParams(temperature=1.0)] * len(GRID_NUM_DRAFT_TOKENS)
-    plans = launch_plan(params, GRID_NUM_DRAFT_TOKENS, vocab_size=4096)
+    plans = launch_plan(params, GRID_NUM_DRAFT_TOKENS, vocab_size=GRID_VOCAB)
     (plan,) = [p for p in plans if p.launch.kernel == "sample_recovered_tokens_kernel"]
-    return [len(plan.programs), len(plan.programs) - plan.num_active]
+    return [len(plan.programs), len(plan.programs) - plan.num_active, plan.num_active * len(plan.tiles)]
 
 
 def greedy_row_ref(
@@ -139,13 +140,16 @@ EXERCISES = [
     ),
     Exercise(
         "06.recovered_programs",
-        f"A batch of random requests has num_draft_tokens = {GRID_NUM_DRAFT_TOKENS}. How many programs "
-        "does sample_recovered_tokens_kernel launch, and how many return at once? Answer [launched, idle].",
+        f"A batch of random requests has num_draft_tokens = {GRID_NUM_DRAFT_TOKENS} and a vocabulary of "
+        f"{GRID_VOCAB:,} (tiles of 8,192). How many programs does sample_recovered_tokens_kernel launch, how "
+        "many return at once, and how many vocabulary tiles do the others read in all? Answer "
+        "[launched, idle, tiles].",
         recovered_programs,
-        "The grid is (B, max_spec_len) = (4, 4): 16 programs, one per (request, draft position). Program "
-        "(i, j) returns at once when j >= num_draft_tokens[i]: 1 + 4 + 2 + 0 = 7 of them. The other 9 each "
-        "stream one row of the probabilities through the vocabulary tiles.",
-        hint="grid = (batch size, longest draft count); count the slots past each request's drafts",
+        "The grid is (B, max_spec_len) = (5, 5): 25 programs, one per (request, draft position). Program "
+        "(i, j) returns at once when j >= num_draft_tokens[i]: 3 + 0 + 5 + 4 + 2 = 14 of them. The other 11 "
+        "(one per draft, 2 + 5 + 0 + 1 + 3) each stream one row of the probabilities: ceil(128,256 / 8,192) "
+        "= 16 tiles, the last one partly masked. 11 x 16 = 176 tiles.",
+        hint="grid = (batch size, longest draft count); a working program reads ceil(vocab / BLOCK_SIZE) tiles",
     ),
     Exercise(
         "06.greedy_rule",

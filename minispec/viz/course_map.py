@@ -1,8 +1,9 @@
 """The course map: chapters, the vLLM v0.32.0 files each walks through, and the engine drawn as boxes (ch. 0).
 
 vLLM has no counterpart file. `CHAPTERS` lists, per chapter, what it needs first, about how long it takes and
-the vLLM files it really walks through (paths of the v0.32.0 release unless a `Ref` names an older one, for
-files v0.32.0 no longer has). `chapter_table_markdown` renders them with GitHub permalinks and the notebook
+the vLLM files it really walks through: Model Runner V1's and the shared code (`vllm`), then what Model Runner V2
+runs instead on a GPU (`mrv2`). Paths are of the v0.32.0 release unless a `Ref` names an older one, for files
+v0.32.0 no longer has. `chapter_table_markdown` renders them with GitHub permalinks and the notebook
 that exists for each chapter; `ROUTES` are three ways through the course; `plot_course_map` draws one engine
 step (`LLM.generate` -> `LLMEngine.step` -> ... -> `update_from_output`) with each box labelled by the
 chapters that explain it. `missing_vllm_paths` checks every path against an unpacked vLLM source tree.
@@ -62,7 +63,9 @@ class Chapter:
     learn: str
     prerequisites: str
     minutes: int  # to work through it, reading and exercises (not the time its cells take to run)
-    vllm: tuple[Ref, ...]
+    vllm: tuple[Ref, ...]  # Model Runner V1's files and the code both runners share
+    mrv2: tuple[Ref, ...] = ()  # what Model Runner V2 (`vllm/v1/worker/gpu/`) runs instead, on a GPU
+    mrv2_note: str = ""  # why a chapter names no MRv2 file
 
     def notebook(self, notebook_dir: Path = NOTEBOOK_DIR) -> str | None:
         """The chapter's notebook file name, if one exists yet."""
@@ -80,9 +83,10 @@ CHAPTERS: tuple[Chapter, ...] = (
         "Start here",
         "start",
         "the environment, the three-line start, routes through the course",
-        "Python; a terminal",
+        "none: Python and a terminal",
         15,
         _refs("vllm/entrypoints/llm.py", "vllm/v1/spec_decode/metrics.py"),
+        mrv2=_refs("vllm/v1/worker/gpu/model_runner.py"),
     ),
     Chapter(
         1,
@@ -99,6 +103,11 @@ CHAPTERS: tuple[Chapter, ...] = (
             "vllm/config/cache.py",
             "vllm/compilation/cuda_graph.py",
             "vllm/config/compilation.py",
+        ),
+        mrv2=_refs(
+            "vllm/v1/worker/gpu/cudagraph_utils.py",
+            "vllm/v1/worker/gpu/block_table.py",
+            "vllm/v1/worker/gpu/attn_utils.py",
         ),
     ),
     Chapter(
@@ -118,6 +127,12 @@ CHAPTERS: tuple[Chapter, ...] = (
             "vllm/v1/sample/rejection_sampler.py",
             "vllm/v1/spec_decode/metrics.py",
         ),
+        mrv2=_refs(
+            "vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py",
+            "vllm/v1/worker/gpu/input_batch.py",
+            "vllm/v1/worker/gpu/spec_decode/rejection_sampler.py",
+            "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py",
+        ),
     ),
     Chapter(
         3,
@@ -132,6 +147,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             TREE_ATTN,
             "vllm/config/speculative.py",
         ),
+        mrv2_note="none: Medusa runs on Model Runner V1 only, and neither runner verifies token trees",
     ),
     Chapter(
         4,
@@ -146,6 +162,12 @@ CHAPTERS: tuple[Chapter, ...] = (
             "vllm/model_executor/models/llama_eagle.py",
             "vllm/model_executor/models/llama_eagle3.py",
         ),
+        mrv2=_refs(
+            "vllm/v1/worker/gpu/spec_decode/eagle/speculator.py",
+            "vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py",
+            "vllm/v1/worker/gpu/spec_decode/eagle/utils.py",
+            "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py",
+        ),
     ),
     Chapter(
         5,
@@ -155,6 +177,11 @@ CHAPTERS: tuple[Chapter, ...] = (
         "chapter 2 (3 and 4 help)",
         45,
         _refs("vllm/config/speculative.py", "vllm/v1/spec_decode/", "vllm/v1/worker/gpu_model_runner.py"),
+        mrv2=_refs(
+            "vllm/v1/worker/gpu/spec_decode/",
+            "vllm/v1/worker/gpu/spec_decode/__init__.py",
+            "vllm/v1/worker/gpu/spec_decode/ngram/speculator.py",
+        ),
     ),
     Chapter(
         6,
@@ -171,6 +198,13 @@ CHAPTERS: tuple[Chapter, ...] = (
             "vllm/v1/sample/logits_processor/builtin.py",
             "vllm/v1/sample/rejection_sampler.py",
         ),
+        mrv2=_refs(
+            "vllm/v1/worker/gpu/sample/sampler.py",
+            "vllm/v1/worker/gpu/sample/gumbel.py",
+            "vllm/v1/worker/gpu/sample/states.py",
+            "vllm/v1/worker/gpu/sample/penalties.py",
+            "vllm/v1/worker/gpu/spec_decode/rejection_sampler.py",
+        ),
     ),
     Chapter(
         7,
@@ -180,13 +214,18 @@ CHAPTERS: tuple[Chapter, ...] = (
         "chapter 0",
         45,
         _refs("vllm/v1/spec_decode/", "vllm/v1/sample/", "vllm/v1/worker/", "vllm/v1/core/", V0_SPEC_DECODE),
+        mrv2=_refs(
+            "vllm/v1/worker/gpu/",
+            "vllm/v1/worker/gpu/model_runner.py",
+            "vllm/v1/worker/gpu/spec_decode/__init__.py",
+        ),
     ),
     Chapter(
         8,
         "The engine flow, step by step",
         "engine flow",
         "schedule, prepare inputs, forward, sample or verify, propose, roll back",
-        "chapter 7 (2 helps)",
+        "chapters 2 and 7",
         60,
         _refs(
             "vllm/v1/engine/llm_engine.py",
@@ -196,6 +235,12 @@ CHAPTERS: tuple[Chapter, ...] = (
             "vllm/v1/core/kv_cache_manager.py",
             "vllm/v1/core/block_pool.py",
             "vllm/v1/request.py",
+        ),
+        mrv2=_refs(
+            "vllm/v1/worker/gpu/model_runner.py",
+            "vllm/v1/worker/gpu/states.py",
+            "vllm/v1/worker/gpu/input_batch.py",
+            "vllm/v1/worker/gpu/block_table.py",
         ),
     ),
 )
@@ -240,18 +285,21 @@ def get_chapter(number: int) -> Chapter:
 
 
 def chapter_table_markdown(notebook_dir: Path = NOTEBOOK_DIR) -> str:
-    """The chapter map as Markdown: notebook (or "not written yet"), what you learn, prerequisites, time, and
-    the vLLM files with permalinks."""
+    """The chapter map as Markdown: notebook (or "not written yet"), what you learn, prerequisites, time, the
+    vLLM files (Model Runner V1 and shared code) and Model Runner V2's, with permalinks."""
     lines = [
-        "| # | notebook | what you learn | prerequisites | time | vLLM files it walks through |",
-        "|---|---|---|---|---|---|",
+        "| # | notebook | what you learn | prerequisites | time | vLLM files it walks through "
+        "(Model Runner V1 and shared) | on a GPU, Model Runner V2 runs |",
+        "|---|---|---|---|---|---|---|",
     ]
     for ch in CHAPTERS:
         name = ch.notebook(notebook_dir)
         nb = f"`{name}`" if name else "not written yet"
         files = "<br>".join(r.markdown() for r in ch.vllm)
+        mrv2 = "<br>".join(r.markdown() for r in ch.mrv2) or ch.mrv2_note
         lines.append(
-            f"| {ch.number} | {nb}: {ch.title} | {ch.learn} | {ch.prerequisites} | ~{ch.minutes} min | {files} |"
+            f"| {ch.number} | {nb}: {ch.title} | {ch.learn} | {ch.prerequisites} | ~{ch.minutes} min | {files} "
+            f"| {mrv2} |"
         )
     return "\n".join(lines)
 
@@ -270,7 +318,7 @@ def routes_markdown() -> str:
 
 def all_refs() -> list[Ref]:
     """Every vLLM reference of the chapter map and the course map, without repeats."""
-    refs = {r: None for ch in CHAPTERS for r in ch.vllm}
+    refs = {r: None for ch in CHAPTERS for r in (*ch.vllm, *ch.mrv2)}
     refs.update({r: None for box in ENGINE_BOXES for r in box.vllm})
     return list(refs)
 

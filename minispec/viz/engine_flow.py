@@ -1,18 +1,13 @@
 """Figures for chapter 8: one engine step traced end to end, from `schedule` to the stop checks.
 
-vLLM has no counterpart file: the data are the `StepRecord`s of `minispec/worker/step_record.py`, which
-`LLMEngine.step` appends when `engine.step_records` is a list (the steps of vLLM v0.32.0's
-`vllm/v1/engine/core.py` `EngineCore.step`, `vllm/v1/core/sched/scheduler.py` and
-`vllm/v1/worker/gpu_model_runner.py`, written down). `run_engine_flow` steps a few requests through a small
-engine by hand (`add_request`, then `step()` until nothing is left), as the chapter's demo does, so that a
-widget can rerun it with another token budget, KV pool or number of drafts. Every figure takes the records
-and returns a matplotlib Figure built without pyplot:
-
-- `plot_step_phases`: one step as a Gantt chart by phase, and every step's phases side by side;
-- `plot_token_budget`: tokens scheduled per step and request against the budget (drafts hatched);
-- `plot_flat_batch`: one step's flattened batch, a strip coloured by request, with positions, slots and logits;
-- `plot_block_table`: which request holds each KV block, step by step;
-- `plot_num_computed`: each request's num_computed_tokens through scheduling, rollback and preemption.
+vLLM has no counterpart file: the data are the `StepRecord`s of `minispec/worker/step_record.py` (the steps of
+vLLM v0.32.0's `EngineCore.step` in `vllm/v1/engine/core.py`, written down). `run_engine_flow` steps a few
+requests through a small engine by hand, as the chapter's demo does, so a widget can rerun it with another
+budget, KV pool or k. Every figure takes the records and returns a matplotlib Figure built without pyplot:
+`plot_step_phases` (one step by phase, and every step), `plot_phase_intervals` (mean ms per phase with its
+95% interval; `phase_verdict` says what the intervals show), `plot_token_budget` (tokens per step against the
+budget), `plot_flat_batch` (one step's flattened batch), `plot_block_table` (who holds each KV block) and
+`plot_num_computed` (num_computed_tokens through scheduling, rollback and preemption).
 """
 
 from __future__ import annotations
@@ -26,6 +21,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from minispec.teach.stats import Interval, mean_interval, standing_to_value
+from minispec.viz.intervals import bar_with_interval, n_label
 from minispec.worker.step_record import StepRecord
 
 PHASES = ("schedule", "prepare_inputs", "forward", "sample", "verify", "propose", "update")
@@ -245,7 +242,7 @@ def _draw_phases(ax, ax_all, records: list[StepRecord], step: int) -> None:
     ax.set_xlim(0, total * 1.3 if total > 0 else 1)
     ax.set(
         xlabel="ms since the step began",
-        title=f"step {chosen.step}: {chosen.total_num_scheduled_tokens} tokens, {total:.1f} ms",
+        title=f"step {chosen.step}: {chosen.total_num_scheduled_tokens} tokens, {total:.1f} ms (one measurement)",
     )
     for r in records:
         left = 0.0
@@ -266,6 +263,72 @@ def _draw_phases(ax, ax_all, records: list[StepRecord], step: int) -> None:
     ax_all.legend(
         handles=[Patch(color=PHASE_COLOURS[p], label=p) for p in used], fontsize=7, loc="lower right"
     )
+
+
+def phase_intervals(records: Sequence[StepRecord]) -> dict[str, Interval]:
+    """Per phase, in PHASES order: mean ms per step over the steps where it ran, with its 95% interval and n.
+    A phase that ran in fewer than 2 steps has no interval and is left out."""
+    records = _check_records(records)
+    out = {}
+    for phase in PHASES:
+        ms = [r.timings[phase] * 1e3 for r in records if phase in r.timings]
+        if len(ms) >= 2:
+            out[phase] = mean_interval(ms)
+    return out
+
+
+def _leaders(intervals: dict[str, Interval]) -> list[str]:
+    """The fewest slowest phases whose intervals all lie above every other phase's; [] when none do."""
+    ranked = sorted(intervals, key=lambda p: -intervals[p].mean)
+    for k in range(1, len(ranked)):
+        top, rest = ranked[:k], ranked[k:]
+        if all(intervals[a].above(intervals[b]) for a in top for b in rest):
+            return top
+    return []
+
+
+def phase_verdict(records: Sequence[StepRecord], small_ms: float = 1.0) -> str:
+    """Which phases take longest and which cost under `small_ms` per step, decided from the 95% intervals."""
+    if small_ms <= 0:
+        raise ValueError(f"small_ms={small_ms!r} must be a positive number of milliseconds")
+    intervals = phase_intervals(records)
+    if len(intervals) < 2:
+        raise ValueError(f"records hold {len(intervals)} phase(s) timed in 2 or more steps; need at least 2")
+    leaders = _leaders(intervals)
+    small = [p for p, iv in intervals.items() if standing_to_value(iv, small_ms) == "below"]
+    first = (
+        f"Slowest: {' and '.join(leaders)} (their 95% intervals lie above every other phase's)."
+        if leaders
+        else "No phase stands apart: the slowest phases' 95% intervals overlap the others'."
+    )
+    second = (
+        f" Under {small_ms:g} ms per step (the whole interval): {', '.join(small)}."
+        if small
+        else f" No phase's interval lies wholly under {small_ms:g} ms."
+    )
+    return first + second + f" ({n_label(list(intervals.values()))} steps per phase.)"
+
+
+def plot_phase_intervals(records: Sequence[StepRecord]) -> Figure:
+    """Mean ms per step of each phase, with its 95% interval, on a log scale (phases differ 1000-fold)."""
+    intervals = phase_intervals(records)
+    if not intervals:
+        raise ValueError("records hold no phase timed in 2 or more steps")
+    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    phases = list(intervals)
+    colours = [PHASE_COLOURS.get(p, "#777777") for p in phases]
+    bar_with_interval(ax, range(len(phases)), [intervals[p] for p in phases], color=colours)
+    for x, p in enumerate(phases):
+        iv = intervals[p]
+        ax.text(x, iv.high * 1.15, f"{iv.mean:.2g}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(phases)), phases)
+    ax.set_yscale("log")
+    ax.set(
+        ylabel="ms per step (log scale)",
+        title=f"time per phase: mean and 95% interval over the steps ({n_label(list(intervals.values()))})",
+    )
+    return fig
 
 
 # ---- 2. the token budget ----------------------------------------------------------------------------------

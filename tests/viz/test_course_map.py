@@ -108,6 +108,18 @@ def test_chapters_3_to_8_name_the_files_they_walk_through():
     assert V0_SPEC_DECODE.path in paths[7]
 
 
+def test_every_chapter_names_its_model_runner_v2_files_or_why_not():
+    for ch in CHAPTERS:
+        assert ch.mrv2 or ch.mrv2_note, f"chapter {ch.number} names no MRv2 file and no reason"
+        assert all(r.path.startswith("vllm/v1/worker/gpu/") for r in ch.mrv2)
+    assert "vllm/v1/worker/gpu/states.py" in {r.path for r in get_chapter(8).mrv2}
+    assert "Model Runner V1 only" in get_chapter(3).mrv2_note
+    table = chapter_table_markdown()
+    assert "Model Runner V2 runs" in table.splitlines()[0]
+    assert "blob/v0.32.0/vllm/v1/worker/gpu/model_runner.py" in table
+    assert {r for ch in CHAPTERS for r in ch.mrv2} <= set(all_refs())
+
+
 @needs_src
 def test_every_v0_32_path_of_the_map_exists():
     assert missing_vllm_paths(VLLM_SRC) == []

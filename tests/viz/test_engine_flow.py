@@ -131,3 +131,37 @@ def test_clear_errors(run, prompts) -> None:
     with pytest.raises(TypeError, match="token_budget"):
         ef.run_engine_flow(prompts, token_budget=1.5)
     assert ef.min_kv_blocks([4, 20, 14], 12, 3, 4) == 9
+
+
+def _timed(step: int, **ms: float) -> StepRecord:
+    record = StepRecord(step, 16)
+    record.timings = {phase: value / 1e3 for phase, value in ms.items()}
+    return record
+
+
+def test_phase_intervals_and_the_verdict_follow_the_timings() -> None:
+    records = [_timed(i, schedule=0.05 + 0.01 * (i % 2), forward=20 + i % 3, update=0.1) for i in range(6)]
+    records.append(_timed(6, propose=5.0))  # timed in one step only: no interval
+    intervals = ef.phase_intervals(records)
+    assert list(intervals) == ["schedule", "forward", "update"] and intervals["forward"].n == 6
+    assert intervals["forward"].low < 21 < intervals["forward"].high
+    verdict = ef.phase_verdict(records)
+    assert (
+        verdict.startswith("Slowest: forward")
+        and "Under 1 ms per step (the whole interval): schedule, update" in verdict
+    )
+    assert "n = 6 steps" in verdict
+    level = [_timed(i, forward=10 + 9 * (i % 2), sample=12 + 9 * (i % 2)) for i in range(4)]
+    assert ef.phase_verdict(level).startswith("No phase stands apart")
+    _draws(ef.plot_phase_intervals(records))
+    with pytest.raises(ValueError, match="small_ms=0"):
+        ef.phase_verdict(records, small_ms=0)
+    with pytest.raises(ValueError, match="need at least 2"):
+        ef.phase_verdict([_timed(0, forward=1.0), _timed(1, forward=2.0)])
+
+
+def test_the_demo_run_has_phase_intervals(run) -> None:
+    intervals = ef.phase_intervals(run.records)
+    assert {"schedule", "forward", "update"} <= set(intervals)
+    assert all(iv.low <= iv.mean <= iv.high for iv in intervals.values())
+    assert "steps per phase" in ef.phase_verdict(run.records)

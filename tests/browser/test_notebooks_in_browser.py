@@ -72,6 +72,8 @@ READ_CELLS_JS = """() => Array.from(PANEL.querySelectorAll('.jp-Notebook .jp-Cel
     images: cell.querySelectorAll('.jp-OutputArea-output img').length,
     widgets: interact ? 1 : 0,
     widget_outputs: interact ? interact.querySelectorAll('.jp-OutputArea-child').length : 0,
+    drawn: outputs.filter(o => !o.closest('.widget-interact') && !o.querySelector('.widget-interact')
+                          && o.getAttribute('data-mime-type') !== 'application/vnd.jupyter.stderr').length,
     widget_failures: outputs.map(o => o.textContent).filter(t => /Loading widget|Error displaying widget/.test(t)).length,
   };
 })""".replace("PANEL", PANEL)
@@ -264,7 +266,7 @@ def problems_of(sources: list[str], cells: list[dict], figureless: bool) -> list
         if source.strip() and not cell["prompt"].strip("[]: ").isdigit():
             found.append(f"cell {i} did not run (prompt {cell['prompt']!r})")
         found += [f"cell {i} stderr: {text}" for text in cell["stderr"]]
-        if WIDGET_CALL in source and not (cell["widgets"] and cell["images"]):
+        if WIDGET_CALL in source and not (cell["widgets"] and cell["drawn"]):
             found.append(f"cell {i} calls {WIDGET_CALL}...) but shows no live widget beside its figure")
         if cell["widget_failures"]:
             found.append(f"cell {i} shows 'Loading widget...' or 'Error displaying widget'")
@@ -287,7 +289,7 @@ def test_the_harness_sees_errors_widgets_and_figures(lab) -> None:
     ]
     write_notebook(root / "zz_harness.ipynb", cells)
     seen = run_in_browser(server, context, "zz_harness.ipynb", timeout_s=120)
-    assert seen[0]["widgets"] == 1 and seen[0]["images"] == 1  # the figure once, as a normal output
+    assert seen[0]["widgets"] == 1 and seen[0]["images"] == 1 and seen[0]["drawn"] == 1  # the figure, once
     assert seen[1]["images"] == 1
     assert seen[2]["stderr"] and "a warning a reader should not see" in seen[2]["stderr"][0]
     assert seen[3]["stderr"] and "boom" in seen[3]["stderr"][0]

@@ -64,30 +64,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def call_us(fn: Callable[[], object], device: torch.device) -> float:
+    """Microseconds of one call of fn: CUDA events on the GPU, the wall clock elsewhere."""
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1e3
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e6
+
+
 def time_us(fn: Callable[[], object], device: torch.device, reps: int, warmup: int = 3) -> float:
-    """Median wall time of fn in microseconds (CUDA events on the GPU)."""
+    """Median wall time of fn in microseconds."""
     for _ in range(warmup):
         fn()
-    samples = []
-    for _ in range(reps):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            samples.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(samples)
+    return statistics.median(call_us(fn, device) for _ in range(reps))
 
 
 def samples_in_turns_us(
     fns: dict[str, Callable[[], object]], device: torch.device, reps: int, warmup: int = 3
 ) -> dict[str, list[float]]:
-    """Microseconds of every call, the candidates run in turns (a, b, a, b, ...), CUDA events on the GPU."""
+    """Microseconds of every call, the candidates run in turns (a, b, a, b, ...)."""
     if reps < 2:
         raise ValueError(f"reps={reps!r} must be >= 2 (an interval needs two samples)")
     for _ in range(warmup):
@@ -96,17 +97,7 @@ def samples_in_turns_us(
     out: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(reps):
         for name, fn in fns.items():
-            if device.type == "cuda":
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                fn()
-                end.record()
-                end.synchronize()
-                out[name].append(start.elapsed_time(end) * 1e3)
-            else:
-                t0 = time.perf_counter()
-                fn()
-                out[name].append((time.perf_counter() - t0) * 1e6)
+            out[name].append(call_us(fn, device))
     return out
 
 

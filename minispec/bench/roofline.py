@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import csv
 import platform
-import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,13 +155,7 @@ def timed_in_turns(
     the device (torch.cuda.synchronize) before it stops. `around[name]`, where given, makes a context entered
     before and left after each of that candidate's calls, outside its timing (say, swapping a model's layers)."""
     _check_positive_int("repeats", repeats)
-    if not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup={warmup!r} must be an int >= 0")
     device = torch.device(device)
-    around = around or {}
-    unknown = set(around) - set(fns)
-    if unknown:
-        raise ValueError(f"around names candidates that fns lacks: {sorted(map(str, unknown))}")
 
     def synced(fn: Callable[[], object]) -> Callable[[], object]:
         def call() -> None:
@@ -172,21 +165,11 @@ def timed_in_turns(
         return call
 
     _sync(device)
-    if not around:  # the plain case is stats.interleaved_times itself (it needs 2 rounds: keep `repeats`)
-        kept = interleaved_times({name: synced(fn) for name, fn in fns.items()}, max(repeats, 2), warmup)
-        return {name: samples[:repeats] for name, samples in kept.items()}
-    out: dict[Hashable, list[float]] = {name: [] for name in fns}
-    for round_ in range(warmup + repeats):
-        for name, fn in fns.items():
-            with around[name]() if name in around else contextlib.nullcontext():
-                _sync(device)
-                start = time.perf_counter()
-                fn()
-                _sync(device)
-                seconds = time.perf_counter() - start
-            if round_ >= warmup:
-                out[name].append(seconds)
-    return out
+    # stats.interleaved_times needs 2 rounds for an interval; a single-round request keeps the first
+    kept = interleaved_times(
+        {name: synced(fn) for name, fn in fns.items()}, max(repeats, 2), warmup, around=around
+    )
+    return {name: samples[:repeats] for name, samples in kept.items()}
 
 
 # ---- decode-like matmuls -------------------------------------------------------------------------------------

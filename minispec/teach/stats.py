@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -177,21 +178,28 @@ def interleaved_times(
     repeats: int,
     warmup: int = 1,
     clock: Callable[[], float] = time.perf_counter,
+    around: Mapping[str, Callable[[], AbstractContextManager]] | None = None,
 ) -> dict[str, list[float]]:
-    """Seconds of each call, the candidates run in turns (`warmup` untimed rounds first): {name: samples}."""
+    """Seconds of each call, the candidates run in turns (`warmup` untimed rounds first): {name: samples}.
+    `around[name]`, where given, makes a context entered before and left after each of that candidate's
+    calls, outside its timing (say, swapping a model's layers)."""
     if not isinstance(repeats, int) or repeats < 2:
         raise ValueError(f"repeats={repeats!r} must be an int >= 2 (an interval needs two samples)")
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup={warmup!r} must be an int >= 0")
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
+    around = around or {}
+    unknown = set(around) - set(fns)
+    if unknown:
+        raise ValueError(f"around names candidates that fns lacks: {sorted(map(str, unknown))}")
     out: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
+    for round_ in range(warmup + repeats):
         for name, fn in fns.items():
-            start = clock()
-            fn()
-            out[name].append(clock() - start)
+            with around[name]() if name in around else nullcontext():
+                start = clock()
+                fn()
+                seconds = clock() - start
+            if round_ >= warmup:
+                out[name].append(seconds)
     return out
 
 

@@ -871,7 +871,7 @@ def describe_matmul_scaling(
                 text += (
                     " This CPU has no bfloat16 arithmetic instructions. Every bf16 product converts the weight to "
                     "float32 in software, so the conversion, not the memory, sets the time, and it grows with M. "
-                    "CPUs with bf16 instructions (AVX512_BF16, AMX) multiply bf16 natively."
+                    "A CPU with bf16 arithmetic instructions multiplies bf16 natively."
                 )
             elif no_dearer >= 8:
                 text += (

@@ -78,3 +78,28 @@ def test_interleaved_times_takes_turns_and_keeps_every_sample() -> None:
     assert calls == ["a", "b"] * 4 and out == {"a": [1.0, 1.0, 1.0], "b": [1.0, 1.0, 1.0]}
     with pytest.raises(ValueError, match="repeats"):
         stats.interleaved_times({"a": lambda: None}, repeats=1)
+
+
+def test_interleaved_times_enters_around_outside_the_timing() -> None:
+    from contextlib import contextmanager
+
+    events: list[str] = []
+
+    @contextmanager
+    def swapped():
+        events.append("enter")
+        yield
+        events.append("leave")
+
+    ticks = iter(range(100))
+
+    def clock() -> float:
+        events.append("tick")
+        return float(next(ticks))
+
+    out = stats.interleaved_times(
+        {"a": lambda: events.append("a")}, repeats=2, warmup=0, clock=clock, around={"a": swapped}
+    )
+    assert events[:5] == ["enter", "tick", "a", "tick", "leave"] and len(out["a"]) == 2
+    with pytest.raises(ValueError, match="around"):
+        stats.interleaved_times({"a": lambda: None}, repeats=2, around={"b": swapped})

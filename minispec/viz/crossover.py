@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 from matplotlib.figure import Figure
 
 from minispec.teach.stats import Interval
@@ -31,13 +30,14 @@ def _colour(name: str) -> str:
 
 def plot_tok_s_vs_batch(
     tok_s: Mapping[str, Mapping[int, Interval]],
-    forward: Mapping[int, float] | None = None,
+    forward: Mapping[int, Interval] | None = None,
     flat_to: int | None = None,
     unit: str = "decode steps",
 ) -> Figure:
     """Left: tokens per second of each engine against batch size, mean and 95% interval (n in the legend).
-    Right, with `forward` ({tokens processed: seconds}): the target's forward time against the tokens a step
-    processes, chapter 1's curve measured inside the engine, flat (within 1.25x of one token) up to `flat_to`."""
+    Right, with `forward` ({tokens processed: t(tokens) / t(fewest)}, `teach.crossover.forward_ratios`): the
+    target's forward time against the tokens a step processes, chapter 1's curve measured inside the engine,
+    with the 95% intervals that decide where it is flat (shaded up to `flat_to`)."""
     fig = Figure(figsize=(12 if forward else 7, 4.8), layout="constrained")
     axes = fig.subplots(1, 2 if forward else 1)
     left = axes[0] if forward else axes
@@ -61,23 +61,27 @@ def plot_tok_s_vs_batch(
     left.legend(fontsize=7)
     if forward:
         right = axes[1]
-        ms = np.array(sorted(forward))
-        right.plot(ms, [forward[m] * 1e3 for m in ms], "o", color="#444444", ms=4)
+        ms = sorted(forward)
+        _errorbar(right, ms, [forward[m] for m in ms], fmt="o", color="#444444", ms=4)
+        right.axhline(1.0, color="black", ls="--", lw=1)
         if flat_to is not None:
             right.axvspan(ms[0], flat_to, color="#2ca02c", alpha=0.12, lw=0)
             right.annotate(
                 f"flat to {flat_to} tokens",
-                (flat_to, forward[ms[0]] * 1e3),
+                (flat_to, 1.0),
                 xytext=(4, 4),
                 textcoords="offset points",
                 fontsize=8,
                 color="#2ca02c",
             )
         right.set_xscale("log", base=2)
+        right.set_yscale("log")  # a ratio; intervals from 2 forwards are wide and would flatten the rest
         right.set_xlabel("tokens the target's forward processes (batch x (1 + drafts))")
-        right.set_ylabel("forward, ms (median per token count)")
-        right.set_title("Chapter 1's curve, measured in the engine's decode steps")
-        right.set_ylim(bottom=0)
+        right.set_ylabel(f"forward time / time at {ms[0]} token(s), 95% interval")
+        right.set_title(
+            f"Chapter 1's curve, measured in the engine's decode steps ({_n_range(list(forward.values()))} forwards)",
+            fontsize=10,
+        )
     return fig
 
 

@@ -11,13 +11,14 @@ def iv(mean: float, n: int = 8) -> Interval:
 def test_tok_s_vs_batch_with_the_forward_curve() -> None:
     fig = vc.plot_tok_s_vs_batch(
         {"plain": {1: iv(100, 30), 4: iv(300, 20)}, "ngram": {1: iv(120), 4: iv(250)}},
-        {1: 0.005, 8: 0.006},
+        {1: iv(1.0, 5), 8: Interval(1.2, 0.95, 1.45, 3)},
         8,
     )
     left, right = fig.axes
     labels = left.get_legend_handles_labels()[1]
     assert labels == ["plain (n = 20 to 30 decode steps)", "ngram (n = 8 decode steps)"]
     assert right.get_xscale() == "log" and len(vc.plot_tok_s_vs_batch({"plain": {1: iv(1)}}).axes) == 1
+    assert "n = 3 to 5 forwards" in right.get_title() and len(right.containers) == 1  # the error bars
 
 
 def test_bars_carry_n_and_schedule_colours() -> None:

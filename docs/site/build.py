@@ -108,7 +108,7 @@ def api_page(name: str, modules: list[str]) -> str:
     """A mkdocstrings page: one `:::` block per module, submodules included for a subpackage.
 
     The page's own title names the first module, so that module's heading is not repeated; the top-level
-    page's further modules (minispec.config, ...) get their own headings.
+    page's further modules (minispec.outputs, ...) get their own headings.
     """
     lines = [f"# `{name}`", ""]
     if modules == ["kernels"]:
@@ -144,7 +144,7 @@ def api_anchor(repo_path: str) -> tuple[str, str] | None:
     if not repo_path.endswith(".py") or parts[0] != "minispec":
         return None
     module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-    if len(parts) == 2:  # minispec/__init__.py or a top-level module such as minispec/config.py
+    if len(parts) == 2:  # minispec/__init__.py or a top-level module such as minispec/outputs.py
         return "api/minispec.md", "" if module == "minispec" else module
     page_module = f"minispec.{parts[1]}"
     return f"api/{page_module}.md", "" if module == page_module else module

@@ -55,7 +55,7 @@ def repo(tmp_path: Path) -> Path:
         "docs/data/h200.csv",
         "minispec/sample/sampler.py",
         "minispec/__init__.py",
-        "minispec/config.py",
+        "minispec/outputs.py",
         "minispec/sample/__init__.py",
         "kernels/__init__.py",
     ]:
@@ -100,21 +100,23 @@ def test_links_point_at_the_site(repo: Path) -> None:
     assert build.rewrite_links("[home](../README.md)", zoo, pages, repo, copies) == "[home](index.md)"
     # a notebook's Markdown is not rewritten by MkDocs: links go straight to the built .html pages
     html = build.rewrite_links(
-        "[z](../docs/zoo.md) <a href=\"00_a.ipynb\"> <a href='../minispec/config.py'>",
+        "[z](../docs/zoo.md) <a href=\"00_a.ipynb\"> <a href='../minispec/outputs.py'>",
         chapter,
         pages,
         repo,
         copies,
         html=True,
     )
-    assert html == "[z](../zoo.html) <a href=\"00_a.html\"> <a href='../api/minispec.html#minispec.config'>"
+    assert html == "[z](../zoo.html) <a href=\"00_a.html\"> <a href='../api/minispec.html#minispec.outputs'>"
 
 
 @pytest.mark.parametrize(
     ("path", "expected"),
     [
         ("minispec/__init__.py", ("api/minispec.md", "")),
-        ("minispec/config.py", ("api/minispec.md", "minispec.config")),
+        ("minispec/outputs.py", ("api/minispec.md", "minispec.outputs")),
+        ("minispec/config/__init__.py", ("api/minispec.config.md", "")),
+        ("minispec/config/speculative.py", ("api/minispec.config.md", "minispec.config.speculative")),
         ("minispec/sample/__init__.py", ("api/minispec.sample.md", "")),
         ("minispec/sample/ops/penalties.py", ("api/minispec.sample.md", "minispec.sample.ops.penalties")),
         ("kernels/rejection_sampler.py", ("api/minispec.kernels.md", "kernels.rejection_sampler")),
@@ -129,14 +131,14 @@ def test_api_anchor(path: str, expected) -> None:
 def test_api_pages(repo: Path) -> None:
     modules = build.api_modules(repo)
     assert modules == {
-        "minispec": ["minispec", "minispec.config"],
+        "minispec": ["minispec", "minispec.outputs"],
         "minispec.sample": ["minispec.sample"],
         "minispec.kernels": ["kernels"],
     }
     page = build.api_page("minispec", modules["minispec"])
     assert "::: minispec\n    options:\n      show_submodules: false\n      show_root_heading: false" in page
     assert (
-        "::: minispec.config\n    options:\n      show_submodules: true\n      show_root_heading: true"
+        "::: minispec.outputs\n    options:\n      show_submodules: true\n      show_root_heading: true"
         in page
     )
 

@@ -3,7 +3,7 @@ and accepts at least as much as token-by-token verification; synthetic mode repr
 
 Block verification is MRv2's in vLLM v0.32.0; minispec runs it from its MRv1 rejection sampler (docs/
 concordance.md, known differences). Tree methods and typical acceptance refuse non-standard methods
-(tests/test_config.py), so "every method" here is every chain method.
+(tests/config/test_speculative.py), so "every method" here is every chain method.
 """
 
 import math

@@ -31,7 +31,7 @@ ALIASES: dict[str, str] = {
     "vllm.v1.spec_decode.dynamic.utils": "minispec.spec_decode.dynamic.utils",
     "vllm.v1.core.sched.scheduler": "minispec.core.sched.scheduler",
     "vllm.v1.spec_decode.utils": "minispec.spec_decode.utils",
-    "vllm.config.speculative": "minispec.config",
+    "vllm.config.speculative": "minispec.config.speculative",
 }
 
 

@@ -2,7 +2,7 @@
 minispec (tests/vllm/loader.py).
 
 `unconditional_to_conditional_rates` is minispec/spec_decode/utils.py's, and `SpeculativeConfig`'s
-`_acceptance_length_to_rates` / `_resolve_synthetic_acceptance_rates` are minispec/config.py's (the shim points
+`_acceptance_length_to_rates` / `_resolve_synthetic_acceptance_rates` are minispec/config/speculative.py's (the shim points
 `vllm.v1.spec_decode.utils` and `vllm.config.speculative` at them).
 """
 

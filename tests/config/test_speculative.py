@@ -1,4 +1,4 @@
-"""minispec/config.py: `rejection_sample_method` and the synthetic keys, with vLLM v0.32.0's rules."""
+"""minispec/config/speculative.py: `rejection_sample_method` and the synthetic keys, with vLLM v0.32.0's rules."""
 
 import pytest
 

@@ -1,176 +1,33 @@
-"""Engine configuration: model, KV cache, scheduler and speculative decoding.
+"""SpeculativeConfig: `LLM(speculative_config={...})` (chapter 7).
 
-Chapter 7. vLLM counterparts: `vllm/config/model.py`, `cache.py`, `scheduler.py`, `speculative.py`,
-`compilation.py`.
-Each is a dataclass that checks its own values, so a bad argument fails at `LLM(...)` with a message naming
-the parameter, not deep inside a step: a value of the wrong type raises TypeError (a bool is not an int;
-numpy integers and floats are accepted), a value out of range raises ValueError. Nothing is silently
-replaced: 0 is not "use the default", only None is.
+vLLM v0.32.0 counterpart: `vllm/config/speculative.py` (`SpeculativeConfig`), with its field names, the n-gram
+defaults, suffix decoding's checks, `draft_sample_method` and `rejection_sample_method` (with the synthetic
+keys) under its rules. `method` is required (vLLM infers draft_model) and wrong types raise TypeError (vLLM's
+pydantic errors). Beyond v0.32.0: V0's `disable_by_batch_size`, int8 `quantization` of every drafter layer,
+`enforce_eager=False` compiling the drafter under an eager target; token trees, typical acceptance and
+`draft_vocab_size` are checked in speculative_tree.py.
 """
 
 from __future__ import annotations
 
-import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from minispec.utils import SEED_RANGE, check_int, check_path, check_real, is_int, is_real, type_error
+from minispec.config.speculative_tree import TREE_METHODS, SpeculativeTreeMixin
+from minispec.utils import check_int, check_path, check_real, type_error
 
 SPEC_METHODS = ("ngram", "suffix", "draft_model", "medusa", "eagle", "eagle3")
 MODEL_FREE_METHODS = ("ngram", "suffix")  # draft from the tokens alone: no model, nothing to compile
 FUTURE_SPEC_METHODS: tuple[str, ...] = ()
-TREE_METHODS = ("medusa", "eagle", "eagle3")
-ACCEPTANCE_METHODS = ("rejection_sampler", "typical_acceptance_sampler")
 DRAFT_SAMPLE_METHODS = ("greedy", "probabilistic")  # vLLM v0.32.0's DraftSampleMethod
 REJECTION_SAMPLE_METHODS = ("standard", "synthetic", "block")  # vLLM v0.32.0's RejectionSampleMethod
 QUANTIZATION_METHODS = (
     "int8_per_channel_weight_only",
 )  # speculative_config "quantization" values minispec takes
-DEFAULT_DYNAMIC_DEPTH, DEFAULT_DYNAMIC_TOP_K = 6, 2
-
-
-# ---- model, cache, scheduler -------------------------------------------------------------------------
-@dataclass
-class ModelConfig:
-    """What to load (vLLM's ModelConfig, minus the Hub): checked before anything is read from disk."""
-
-    model: str
-    tokenizer: str | None = None
-    dtype: Any = "auto"  # vLLM's default: the checkpoint's dtype, float32 checkpoints in bfloat16
-    max_model_len: int | None = None  # None: the model's max_position_embeddings
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        self.model = check_path("model", self.model)
-        self.tokenizer = check_path("tokenizer", self.tokenizer, optional=True)
-        self.max_model_len = check_int("max_model_len", self.max_model_len, 1, optional=True)
-        self.seed = check_int("seed", self.seed, SEED_RANGE[0], SEED_RANGE[1] - 1)
 
 
 @dataclass
-class CacheConfig:
-    block_size: int = 16
-    num_blocks: int | None = None  # None: sized from kv_cache_memory_bytes
-    kv_cache_memory_bytes: int = 256 * 2**20
-
-    def __post_init__(self) -> None:
-        self.block_size = check_int("block_size", self.block_size, 1)
-        self.num_blocks = check_int("num_kv_blocks", self.num_blocks, 1, optional=True)
-        self.kv_cache_memory_bytes = check_int("kv_cache_memory_bytes", self.kv_cache_memory_bytes, 1)
-
-
-@dataclass
-class SchedulerConfig:
-    max_num_seqs: int = 64
-    max_num_batched_tokens: int = 4096
-    max_model_len: int = 2048
-
-    def __post_init__(self) -> None:
-        self.max_num_seqs = check_int("max_num_seqs", self.max_num_seqs, 1)
-        self.max_num_batched_tokens = check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
-        self.max_model_len = check_int("max_model_len", self.max_model_len, 1)
-
-
-@dataclass
-class CompilationConfig:
-    """vLLM's `compilation_config`, the one field minispec reads: `inductor_compile_config`, Inductor's options for
-    every network the engine compiles (the target with enforce_eager=False, a drafter with speculative_config
-    enforce_eager=False); eager networks ignore it, as vLLM's do. On a CPU, `{"max_autotune": True}` lets
-    Inductor time its own C++ GEMM micro-kernels against oneDNN's for each matmul (vLLM's CPU runner turns
-    on the weight freezing this needs; minispec always freezes on a CPU)."""
-
-    inductor_compile_config: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        options = self.inductor_compile_config
-        if not isinstance(options, dict):
-            raise type_error(
-                "compilation_config inductor_compile_config", options, "a dict of Inductor options"
-            )
-        if not options:
-            return  # importing Inductor costs an eager engine 2-3 s
-        import torch._inductor.config as inductor_config
-
-        defaults = inductor_config.get_config_copy()
-        for name, value in options.items():
-            if name not in defaults:
-                raise ValueError(
-                    f"compilation_config inductor_compile_config has the key {name!r}, which is not "
-                    "an option of torch._inductor.config (e.g. 'max_autotune', 'epilogue_fusion')"
-                )
-            default = defaults[name]
-            if default is not None and not _same_kind(value, default):
-                raise type_error(
-                    f"compilation_config inductor_compile_config[{name!r}]",
-                    value,
-                    f"a {type(default).__name__} (Inductor's default is {default!r})",
-                )
-
-    @classmethod
-    def from_dict(cls, config: CompilationConfig | dict[str, Any] | None) -> CompilationConfig:
-        if config is None:
-            return cls()
-        if isinstance(config, CompilationConfig):
-            return config
-        if is_int(config):
-            raise ValueError(
-                f"compilation_config={config!r}: vLLM's integer compilation mode is not supported; "
-                "pass a dict such as {'inductor_compile_config': {'max_autotune': True}} (enforce_eager "
-                "chooses between eager and compiled)"
-            )
-        if not isinstance(config, dict):
-            raise type_error("compilation_config", config, "None, a dict or a CompilationConfig")
-        unknown = sorted(map(str, set(config) - set(cls.__dataclass_fields__)))
-        if unknown:
-            raise ValueError(
-                f"compilation_config has keys {unknown} that minispec does not implement; it reads "
-                "only 'inductor_compile_config'"
-            )
-        return cls(**config)
-
-
-def _same_kind(value: Any, default: Any) -> bool:
-    """An option value of the default's type; ints pass for floats, bools only for bools."""
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(value, bool) and isinstance(default, bool)
-    if isinstance(default, float):
-        return is_real(value)
-    return isinstance(value, type(default))
-
-
-@dataclass
-class DynamicTreeConfig:
-    """EAGLE-2's knobs (EAGLE's names). EAGLE's defaults: total_tokens 60, depth 5 to 7, top_k 10."""
-
-    total_tokens: int = 16  # tree size including the root: total_tokens - 1 draft nodes are verified
-    depth: int = 6  # expansion steps after the first: the tree is at most depth + 1 deep
-    top_k: int = 2  # children per expanded node, and nodes expanded per depth
-
-    def __post_init__(self) -> None:
-        for name in ("total_tokens", "depth", "top_k"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}={value!r} must be an integer >= 1")
-        if self.total_tokens < 2:
-            raise ValueError(f"total_tokens={self.total_tokens} must be >= 2 (the root plus one node)")
-        if self.total_tokens - 1 > self.num_generated:
-            raise ValueError(
-                f"total_tokens={self.total_tokens}: only top_k + depth * top_k^2 = {self.num_generated} nodes are "
-                "generated"
-            )
-
-    @property
-    def num_nodes(self) -> int:
-        return self.total_tokens - 1
-
-    @property
-    def num_generated(self) -> int:
-        return self.top_k + self.depth * self.top_k**2
-
-
-# ---- speculative decoding ----------------------------------------------------------------------------
-@dataclass
-class SpeculativeConfig:
+class SpeculativeConfig(SpeculativeTreeMixin):
     """`LLM(speculative_config={...})`, with vLLM's field names and rules (see the notes per field)."""
 
     method: str
@@ -195,7 +52,7 @@ class SpeculativeConfig:
     top_k: int | None = None  # children per expanded node, and nodes expanded per depth
     # FR-Spec (minispec's own; methods "eagle" and "medusa"): the EAGLE-1 head, or Medusa heads that share one
     # projection, score only the draft_vocab_size most frequent tokens of the head folder's token_counts.json
-    # (minispec/spec_decode/draft_vocab.py). vLLM v0.32.0 fixes a draft vocabulary in the checkpoint instead: an
+    # (minispec/model_executor/model_loader/draft_vocab.py). vLLM v0.32.0 fixes a draft vocabulary in the checkpoint instead: an
     # EAGLE-3 head's draft_vocab_size, Medusa's truncated_vocab_size and token_map
     draft_vocab_size: int | None = None
     # vLLM's: "greedy" drafts the argmax (one-hot for the rejection sampler); "probabilistic" samples a random
@@ -251,18 +108,7 @@ class SpeculativeConfig:
         )
         self.tree_paths = self._parse_tree()
         self.dynamic_tree = self._parse_dynamic_tree()
-        self.draft_vocab_size = check_int("draft_vocab_size", self.draft_vocab_size, 1, optional=True)
-        if self.draft_vocab_size is not None and self.method not in ("eagle", "medusa"):
-            raise ValueError(
-                f"draft_vocab_size={self.draft_vocab_size} applies to method='eagle' (an EAGLE-1 head "
-                f"sharing the target's lm_head) or 'medusa' (heads sharing one projection); got "
-                f"method={self.method!r}"
-                + (
-                    ": an EAGLE-3 head's draft vocabulary is fixed by its checkpoint"
-                    if self.method == "eagle3"
-                    else ""
-                )
-            )
+        self._check_draft_vocab_size()
         self._check_draft_sample_method()
         self._check_quantization()
         if self.enforce_eager is not None and not isinstance(self.enforce_eager, bool):
@@ -451,20 +297,6 @@ class SpeculativeConfig:
         if self.num_speculative_tokens is None:  # suffix decoding drafts a dynamic number, this many at most
             self.num_speculative_tokens = self.suffix_decoding_max_tree_depth
 
-    def _check_acceptance(self) -> None:
-        if not isinstance(self.acceptance_method, str) or self.acceptance_method not in ACCEPTANCE_METHODS:
-            error = ValueError if isinstance(self.acceptance_method, str) else TypeError
-            raise error(
-                f"acceptance_method={self.acceptance_method!r} is unknown; "
-                f"choose one of {list(ACCEPTANCE_METHODS)}"
-            )
-        self.posterior_threshold = check_real(
-            "posterior_threshold", self.posterior_threshold, lambda v: 0.0 <= v < 1.0, "a float in [0, 1)"
-        )
-        self.posterior_alpha = check_real(
-            "posterior_alpha", self.posterior_alpha, lambda v: v >= 0.0, "a float >= 0"
-        )
-
     def _check_draft_sample_method(self) -> None:
         value = self.draft_sample_method
         if not isinstance(value, str) or value not in DRAFT_SAMPLE_METHODS:
@@ -484,62 +316,6 @@ class SpeculativeConfig:
             raise ValueError(
                 f"draft_sample_method='probabilistic' has nothing to sample: {reason}; "
                 "leave draft_sample_method out (greedy)"
-            )
-
-    def _parse_tree(self) -> list[tuple[int, ...]] | None:
-        """The rank paths of `speculative_token_tree` / `medusa_choices`, or None for chain speculation. Each
-        path is one node; the proposer builds the tree (`SpecTree.from_paths`) and checks its shape."""
-        if self.speculative_token_tree is not None and self.medusa_choices is not None:
-            raise ValueError("give speculative_token_tree or medusa_choices, not both")
-        name = "medusa_choices" if self.medusa_choices is not None else "speculative_token_tree"
-        paths = getattr(self, name)
-        if paths is None:
-            return None
-        if self.method not in TREE_METHODS:
-            raise ValueError(
-                f"speculative_token_tree / medusa_choices need a method in {list(TREE_METHODS)}; got {self.method!r}"
-            )
-        paths = _tree_paths(name, paths)
-        if not paths:
-            raise ValueError(
-                f"{name}={paths!r} must be a non-empty list of rank paths, such as [(0,), (0, 0)]"
-            )
-        self._derive_num_speculative_tokens(len(paths), f"the token tree {name} has {len(paths)} nodes")
-        return paths
-
-    def _parse_dynamic_tree(self):
-        """EAGLE-2's DynamicTreeConfig when total_tokens is set, else None (and then depth / top_k must be)."""
-        self.total_tokens = check_int("total_tokens", self.total_tokens, 2, optional=True)
-        depth = check_int("depth", self.depth, 1, optional=True)
-        top_k = check_int("top_k", self.top_k, 1, optional=True)
-        if self.total_tokens is None:
-            if depth is not None or top_k is not None:
-                raise ValueError(
-                    f"depth={depth!r} / top_k={top_k!r} shape an EAGLE-2 dynamic tree and apply "
-                    "only with total_tokens; set total_tokens too, or leave them out"
-                )
-            return None
-        if self.method not in ("eagle", "eagle3"):
-            raise ValueError(
-                f"total_tokens (EAGLE-2 dynamic trees) needs method 'eagle' or 'eagle3'; got {self.method!r}"
-            )
-        if self.tree_paths is not None:
-            raise ValueError("give speculative_token_tree (static) or total_tokens (dynamic), not both")
-        self.depth = DEFAULT_DYNAMIC_DEPTH if depth is None else depth
-        self.top_k = DEFAULT_DYNAMIC_TOP_K if top_k is None else top_k
-        dynamic = DynamicTreeConfig(self.total_tokens, self.depth, self.top_k)
-        self._derive_num_speculative_tokens(
-            dynamic.num_nodes, f"total_tokens={self.total_tokens} verifies {dynamic.num_nodes} drafts"
-        )
-        return dynamic
-
-    def _derive_num_speculative_tokens(self, num_nodes: int, what: str) -> None:
-        if self.num_speculative_tokens is None:
-            self.num_speculative_tokens = num_nodes
-        elif self.num_speculative_tokens != num_nodes:
-            raise ValueError(
-                f"num_speculative_tokens={self.num_speculative_tokens} but {what}; leave "
-                "num_speculative_tokens out (it is derived) or make the two agree"
             )
 
     def drafter_eager(self, enforce_eager: bool) -> bool:
@@ -563,34 +339,3 @@ class SpeculativeConfig:
         if "method" not in spec:
             raise ValueError(f"speculative_config needs a 'method', one of {list(SPEC_METHODS)}")
         return cls(**spec)
-
-
-# ---- all of them -------------------------------------------------------------------------------------
-@dataclass
-class VllmConfig:
-    """vLLM's VllmConfig (`vllm/config/vllm.py`): the configs above in one object, the one argument of a
-    component built as vLLM builds it (`NgramProposer(vllm_config)`). The engine keeps one
-    (`LLMEngine.vllm_config`), with model_config.max_model_len resolved as vLLM's ModelConfig resolves it."""
-
-    model_config: ModelConfig | None = None
-    cache_config: CacheConfig = field(default_factory=CacheConfig)
-    scheduler_config: SchedulerConfig = field(default_factory=SchedulerConfig)
-    speculative_config: SpeculativeConfig | None = None
-    compilation_config: CompilationConfig = field(default_factory=CompilationConfig)
-
-
-def _tree_paths(name: str, paths: Any) -> list[tuple[int, ...]]:
-    """Rank paths as tuples of Python ints, from vLLM's string of tuples or a list; TypeError for bools."""
-    if isinstance(paths, str):
-        try:
-            paths = ast.literal_eval(paths)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
-            raise ValueError(f"{name}={paths[:60]!r} is not a list of tuples such as '[(0,), (0, 0)]'") from e
-    if not isinstance(paths, (list, tuple)):
-        raise type_error(name, paths, "a list of rank paths such as [(0,), (0, 0)] (or that list as a str)")
-    out = []
-    for path in paths:
-        if isinstance(path, (list, tuple)) and any(isinstance(r, bool) or not is_int(r) for r in path):
-            raise TypeError(f"{name} path {path!r} must hold int ranks (not bools)")
-        out.append(tuple(int(r) for r in path) if isinstance(path, (list, tuple)) else path)
-    return out

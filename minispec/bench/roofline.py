@@ -81,28 +81,6 @@ def roofline_time(
     return float(out) if out.ndim == 0 else out
 
 
-def time_ratios(times: dict[int, float]) -> dict[int, float]:
-    """t(M) / t(M_min) for each measured M (M_min is the smallest M measured, normally 1)."""
-    if not times:
-        raise ValueError("times must hold at least one (M, seconds) entry, got an empty mapping")
-    first = times[min(times)]
-    return {m: times[m] / first for m in sorted(times)}
-
-
-def flat_up_to(times: dict[int, float], tolerance: float = 1.25) -> int:
-    """The largest M such that every measured M' <= M costs at most `tolerance` x t(M_min): how far the
-    curve stays flat (M_min itself when even the next M costs more). One time per M, no interval: chapter 1
-    decides from intervals instead (`flat_through`)."""
-    if tolerance < 1:
-        raise ValueError(f"tolerance must be >= 1, got {tolerance!r}")
-    best = min(times)
-    for m, r in time_ratios(times).items():
-        if r > tolerance:
-            break
-        best = m
-    return best
-
-
 # ---- intervals of timings ------------------------------------------------------------------------------------
 
 
@@ -292,24 +270,6 @@ def measure_matmul_samples(
     )
 
 
-def measure_matmul_times(
-    ms: Sequence[int],
-    d_in: int = 4096,
-    d_out: int = 3072,
-    dtype: torch.dtype = torch.float32,
-    repeats: int = 5,
-    device: str | torch.device = "cpu",
-    num_threads: int | None = None,
-    kernel: str = "linear",
-) -> dict[int, float]:
-    """Best-of-repeats seconds of y = x W^T per m in ms (one variant of `measure_matmul_samples`, which keeps
-    every sample: chapter 1 uses that one, and draws intervals)."""
-    samples = measure_matmul_samples(
-        ms, d_in, d_out, {"m": (dtype, kernel)}, repeats, device, num_threads
-    ).times["m"]
-    return {m: min(s) for m, s in samples.items()}
-
-
 # ---- roofs -----------------------------------------------------------------------------------------------------
 
 
@@ -376,61 +336,6 @@ def measure_roofs(
         peak={label: samples[("peak", label)] for label in dtypes},
         peak_n=peak_n,
     )
-
-
-def measure_read_bandwidth(
-    nbytes: int = 256 * 2**20,
-    repeats: int = 5,
-    device: str | torch.device = "cpu",
-    num_threads: int | None = None,
-) -> float:
-    """Best-of-repeats read bandwidth in bytes/s: a sum over an nbytes float32 buffer, which reads every byte
-    once and writes nothing (`measure_roofs` keeps every sample)."""
-    _check_positive_int("nbytes", nbytes)
-    _check_positive_int("repeats", repeats)
-    device = torch.device(device)
-    numel = max(1, nbytes // 4)
-    src = torch.ones(numel, dtype=torch.float32, device=device)  # [numel]
-    with torch_threads(num_threads), torch.inference_mode():
-        seconds = min(timed_in_turns({"read": src.sum}, repeats, device=device)["read"])
-    return 4.0 * numel / seconds
-
-
-def measure_copy_bandwidth(
-    nbytes: int = 256 * 2**20,
-    repeats: int = 5,
-    device: str | torch.device = "cpu",
-    num_threads: int | None = None,
-) -> float:
-    """Best-of-repeats memory bandwidth in bytes/s of copying an nbytes buffer (counts the read and the write)."""
-    _check_positive_int("nbytes", nbytes)
-    _check_positive_int("repeats", repeats)
-    device = torch.device(device)
-    src = torch.ones(nbytes, dtype=torch.uint8, device=device)  # [nbytes]
-    dst = torch.empty_like(src)
-    with torch_threads(num_threads):
-        seconds = min(timed_in_turns({"copy": lambda: dst.copy_(src)}, repeats, device=device)["copy"])
-    return 2.0 * nbytes / seconds
-
-
-def measure_peak_flops(
-    n: int = 1024,
-    dtype: torch.dtype = torch.float32,
-    repeats: int = 5,
-    device: str | torch.device = "cpu",
-    num_threads: int | None = None,
-) -> float:
-    """Best-of-repeats FLOP/s of a square n x n product (`linear`, as the matmuls): a stand-in for the
-    machine's compute roof in this dtype."""
-    _check_positive_int("n", n)
-    _check_positive_int("repeats", repeats)
-    device = torch.device(device)
-    a = torch.randn(n, n, dtype=dtype, device=device)  # [n, n]
-    b = torch.randn(n, n, dtype=dtype, device=device)  # [n, n]
-    with torch_threads(num_threads), torch.inference_mode():
-        fn = lambda: torch.nn.functional.linear(a, b)  # noqa: E731
-        seconds = min(timed_in_turns({"peak": fn}, repeats, device=device)["peak"])
-    return 2.0 * n**3 / seconds
 
 
 def cpu_has_bf16_instructions() -> bool | None:

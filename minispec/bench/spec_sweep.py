@@ -131,26 +131,6 @@ def measure_k_sweep(
     return rows
 
 
-def measure_decode_time_per_token(
-    model: str,
-    prompts: Sequence[Prompt],
-    max_tokens: int,
-    num_threads: int | None = 1,
-    repeats: int = 1,
-    device: str = "cpu",
-) -> float:
-    """Seconds per generated token of plain greedy decoding at batch 1 (the engine, not a bare forward).
-
-    The ratio of the draft's value to the target's is the c of Leviathan et al.'s speedup E / (k c + 1).
-    """
-    _check([1], prompts, max_tokens, repeats)
-    with torch_threads(num_threads):
-        seconds, tokens = timed_decode(
-            LLM(model=model, device=device, dtype="float32"), prompts, max_tokens, repeats
-        )
-    return seconds / sum(len(t) for t in tokens)
-
-
 def _spec_llm(target: str, draft: str, k: int, device: str) -> LLM:
     spec = {"method": "draft_model", "model": draft, "num_speculative_tokens": k}
     return LLM(model=target, device=device, speculative_config=spec, dtype="float32")

@@ -378,20 +378,6 @@ def markdown_table(rows: list[dict], columns=COLUMNS) -> str:
     return "\n".join(lines)
 
 
-def pivot_markdown(rows: list[dict], value: str = "speedup", batch_size: int = 1, fmt: str = "{:.2f}") -> str:
-    """Methods down, categories across (then "all"), one value per cell, at one batch size."""
-    chosen = [r for r in rows if r["batch_size"] == batch_size]
-    cats = [c for c in (*CATEGORIES, "all") if any(r["category"] == c for r in chosen)]
-    lines = [
-        "| method | " + " | ".join(CATEGORY_TITLES.get(c, c) for c in cats) + " |",
-        "|---|" + "---|" * len(cats),
-    ]
-    for name in dict.fromkeys(r["method"] for r in chosen):
-        cells = {r["category"]: fmt.format(r[value]) for r in chosen if r["method"] == name}
-        lines.append(f"| {name} | " + " | ".join(cells.get(c, "-") for c in cats) + " |")
-    return "\n".join(lines)
-
-
 def print_table(tax: Taxonomy) -> None:
     widths = [14, 24, 3, 5, 7, 5, 5, 5, 6, 8]
     print(

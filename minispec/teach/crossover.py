@@ -5,7 +5,7 @@ vLLM has no counterpart: its answer, `speculative_config["num_speculative_tokens
 the values to the user. `sweep` / `run_batches` decode the same prompts on several engines taking turns step
 by step, and check their tokens against plain decoding's. Each decode step is one sample of tokens and
 seconds: `Steps.tok_s` is the ratio estimator's 95% interval (n = steps). `costs` gives chapter 2's C and v;
-`forward_curve` and `forward_ratios` give chapter 1's curve measured in the engine. `derive_schedule` keeps
+`forward_ratios` gives chapter 1's curve measured in the engine. `derive_schedule` keeps
 the smaller k wherever the intervals overlap, `schedule_ranges` writes the config's list, `verdict` compares
 the schedule with always and never speculating, and `repeat_workload` asks the same tasks twice (suffix
 decoding's global tree).
@@ -137,16 +137,6 @@ def costs(method: Steps, plain: Steps) -> dict[str, float]:
     v = (float(np.mean(method.seconds)) - float(np.mean(method.propose))) / t_plain
     e_all = method.tokens_per_request_step()
     return {"C": c, "v": v, "E_all": e_all, "predicted": e_all / plain.tokens_per_request_step() / (c + v)}
-
-
-def forward_curve(steps: Sequence[Steps]) -> dict[int, float]:
-    """The target's forward seconds against the tokens it processed (median per token count), from any
-    engines' decode steps: chapter 1's curve, measured inside the engine."""
-    by_tokens: dict[int, list[float]] = {}
-    for s in steps:
-        for m, t in zip(s.scheduled, s.forward):
-            by_tokens.setdefault(int(m), []).append(t)
-    return {m: float(np.median(ts)) for m, ts in sorted(by_tokens.items())}
 
 
 def forward_ratios(steps: Sequence[Steps]) -> dict[int, Interval]:

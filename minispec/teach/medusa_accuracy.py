@@ -119,7 +119,7 @@ def head_accuracy(
 def load_target_and_heads(target: str = "zoo:target", heads: str = "zoo:medusa", dtype: str = "float32"):
     """minispec's target model and Medusa heads, on the CPU."""
     from minispec.model_executor.model_loader import get_model, resolve_dtype, resolve_model_path
-    from minispec.model_executor.models.medusa import load_medusa
+    from minispec.model_executor.model_loader.medusa_loader import load_medusa
 
     model = get_model(target, dtype, "cpu")
     return model, load_medusa(resolve_model_path(heads, "heads"), resolve_dtype(dtype), "cpu")

@@ -34,7 +34,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from minispec.model_executor.models.medusa import Medusa, MedusaConfig, load_medusa
+from minispec.model_executor.model_loader.medusa_loader import load_medusa
+from minispec.model_executor.models.medusa import Medusa, MedusaConfig
 from minispec.zoo import MODELS_DIR, corpus
 from minispec.zoo.evaluate import eval_windows, load_model
 from minispec.zoo.train import greedy_windows, lr_at, sample_batch

@@ -182,8 +182,8 @@ def _rejection_sampler_gpu(tmp_path):
 def _roofline(tmp_path):
     from minispec.bench import roofline
 
-    times = roofline.measure_matmul_times([1, 2], 8, 8, torch.float32, 1, "cpu")
-    assert set(times) == {1, 2}
+    samples = roofline.measure_matmul_samples([1, 2], 8, 8, {"m": (torch.float32, "linear")}, 1, "cpu")
+    assert set(samples.times["m"]) == {1, 2}
 
 
 def _spec_decode(tmp_path):

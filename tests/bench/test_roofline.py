@@ -9,19 +9,17 @@ from minispec.bench.roofline import (
     arithmetic_intensity,
     cpu_description,
     cpu_has_bf16_instructions,
-    flat_up_to,
     load_matmul_measurements,
     matmul_bytes,
     matmul_flops,
-    measure_copy_bandwidth,
-    measure_matmul_times,
-    measure_peak_flops,
-    measure_read_bandwidth,
+    measure_matmul_samples,
+    measure_roofs,
     roofline_time,
     save_matmul_measurements,
-    time_ratios,
     torch_threads,
 )
+
+F32 = {"m": (torch.float32, "linear")}
 
 
 def test_flops_bytes_intensity_formulas():
@@ -48,13 +46,13 @@ def test_roofline_time_takes_the_slower_roof():
     [
         lambda: arithmetic_intensity(1, 4, 4, 0),
         lambda: roofline_time(1.0, 1.0, 0.0, 1.0),
-        lambda: measure_matmul_times([], 8, 8),
-        lambda: measure_matmul_times([0], 8, 8),
-        lambda: measure_matmul_times([1], 8, 8, repeats=0),
-        lambda: measure_matmul_times([1], 8, 8, kernel="mkl"),
-        lambda: measure_matmul_times([1], 8, 8, dtype=torch.float16, kernel="onednn"),
-        lambda: measure_copy_bandwidth(0),
-        lambda: measure_peak_flops(-1),
+        lambda: measure_matmul_samples([], 8, 8, F32),
+        lambda: measure_matmul_samples([0], 8, 8, F32),
+        lambda: measure_matmul_samples([1], 8, 8, F32, repeats=0),
+        lambda: measure_matmul_samples([1], 8, 8, {"m": (torch.float32, "mkl")}),
+        lambda: measure_matmul_samples([1], 8, 8, {"m": (torch.float16, "onednn")}),
+        lambda: measure_roofs({"a": 0}, {"float32": torch.float32}),
+        lambda: measure_roofs({"a": 8}, {"float32": torch.float32}, peak_n=-1),
     ],
 )
 def test_bad_input_raises_value_error(call):
@@ -62,31 +60,34 @@ def test_bad_input_raises_value_error(call):
         call()
 
 
-def test_measure_matmul_times_small():
-    times = measure_matmul_times([1, 4, 2], d_in=64, d_out=32, repeats=2, num_threads=1)
+def test_measure_matmul_samples_small():
+    times = measure_matmul_samples(
+        [1, 4, 2], d_in=64, d_out=32, variants=F32, repeats=2, num_threads=1
+    ).times["m"]
     assert list(times) == [1, 4, 2]
-    assert all(t > 0 for t in times.values())
+    assert all(len(s) == 2 and min(s) > 0 for s in times.values())
 
 
 @pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="no oneDNN in this PyTorch build")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_measure_matmul_times_packed_weight(dtype):
+def test_measure_matmul_samples_packed_weight(dtype):
     from minispec.model_executor.layers.utils import packable_dtypes
 
+    variants = {"m": (dtype, "onednn")}
     if dtype not in packable_dtypes():  # bfloat16 where oneDNN has its kernels only: refused, with the reason
         with pytest.raises(ValueError, match="packs"):
-            measure_matmul_times([1, 2], d_in=64, d_out=32, dtype=dtype, kernel="onednn")
+            measure_matmul_samples([1, 2], d_in=64, d_out=32, variants=variants)
         return
-    times = measure_matmul_times(
-        [1, 2], d_in=64, d_out=32, dtype=dtype, repeats=2, num_threads=1, kernel="onednn"
-    )
-    assert list(times) == [1, 2] and all(t > 0 for t in times.values())
+    times = measure_matmul_samples(
+        [1, 2], d_in=64, d_out=32, variants=variants, repeats=2, num_threads=1
+    ).times["m"]
+    assert list(times) == [1, 2] and all(min(s) > 0 for s in times.values())
 
 
-def test_bandwidth_and_peak_are_positive_and_threads_restored():
+def test_roofs_are_positive_and_threads_restored():
     before = torch.get_num_threads()
-    assert measure_copy_bandwidth(2**20, repeats=2, num_threads=1) > 0
-    assert measure_peak_flops(64, repeats=2, num_threads=1) > 0
+    roofs = measure_roofs({"a": 2**20}, {"float32": torch.float32}, peak_n=64, repeats=2, num_threads=1)
+    assert roofs.copy_bandwidth().mean > 0 and roofs.peak_flops("float32").mean > 0
     assert torch.get_num_threads() == before
     with torch_threads(1):
         assert torch.get_num_threads() == 1
@@ -105,29 +106,12 @@ def test_measurement_csv_round_trip(tmp_path):
     assert got["H100"][0] == MatmulMeasurement("H100", "bfloat16", 8192, 8192, 1, 1e-5)
 
 
-def test_read_bandwidth_is_positive():
-    before = torch.get_num_threads()
-    assert measure_read_bandwidth(2**20, repeats=2, num_threads=1) > 0
-    assert torch.get_num_threads() == before
-    with pytest.raises(ValueError, match="nbytes"):
-        measure_read_bandwidth(0)
-
-
-def test_matmul_times_time_linear_for_every_m_in_bfloat16_too():
-    times = measure_matmul_times([2, 1], d_in=32, d_out=16, dtype=torch.bfloat16, repeats=2, num_threads=1)
-    assert sorted(times) == [1, 2] and all(0 < t < 1 for t in times.values())
-
-
-def test_ratios_and_flatness():
-    times = {1: 1.0, 2: 1.1, 4: 1.2, 8: 2.0, 16: 1.1}
-    assert time_ratios(times) == {1: 1.0, 2: 1.1, 4: 1.2, 8: 2.0, 16: 1.1}
-    assert flat_up_to(times) == 4  # stops at the first M past the tolerance
-    assert flat_up_to({1: 1.0, 2: 2.0}) == 1
-    assert flat_up_to(times, tolerance=2.0) == 16
-    with pytest.raises(ValueError, match="tolerance"):
-        flat_up_to(times, tolerance=0.5)
-    with pytest.raises(ValueError, match="times"):
-        time_ratios({})
+def test_matmul_samples_time_linear_for_every_m_in_bfloat16_too():
+    variants = {"m": (torch.bfloat16, "linear")}
+    times = measure_matmul_samples(
+        [2, 1], d_in=32, d_out=16, variants=variants, repeats=2, num_threads=1
+    ).times["m"]
+    assert sorted(times) == [1, 2] and all(0 < t < 1 for s in times.values() for t in s)
 
 
 def test_cpu_description_names_the_instruction_set():

@@ -1011,7 +1011,7 @@ def other_vocab_model(folder: Path) -> None:
 
 def cut_medusa(folder: Path) -> None:
     """The heads saved with vLLM's truncated vocabulary: truncated_vocab_size 16 and a token_map."""
-    from minispec.model_executor.models.medusa import load_medusa
+    from minispec.model_executor.model_loader.medusa_loader import load_medusa
 
     heads = load_medusa(folder)
     heads.set_token_map(torch.arange(16))

@@ -13,9 +13,9 @@ batch 1, greedy, float32, in the same process, taking turns with plain decoding:
   call, with more new entries than a verified step brings, takes the torch.compile graph;
 - "lean": the first pass runs past fc and the qkv product only at each request's last entry
   (`EagleProposer.last_query_only`), and the torch.compile graph builds the call's metadata from the request's
-  block ids (`metadata_in_graph`, `EagleProposer._one_request_inputs`);
+  block ids (`metadata_in_graph`, `EagleInOneGraph._one_request_inputs`);
 - "host metadata": the same first pass, the metadata built on the host with numpy (`causal_metadata`,
-  `_draft_keys`) and handed to the graph;
+  `draft_keys`) and handed to the graph;
 - "whole first pass": every entry of the first pass through the whole layer, as vLLM v0.32.0 runs it, and the
   metadata built on the host (an earlier default of the engine).
 

@@ -14,7 +14,7 @@ nodes, depth 5 to 7 and top_k 10 for 7B-70B targets on a GPU, where verifying 60
 does.
 
 `--draft-vocab-sizes` (method eagle) measures each shape again with FR-Spec's draft vocabulary of each size
-(speculative_config `draft_vocab_size`; `minispec/spec_decode/draft_vocab.py`): the head's lm_head product
+(speculative_config `draft_vocab_size`; `minispec/model_executor/model_loader/draft_vocab.py`): the head's lm_head product
 shrinks with it, and so may E.
 
 vLLM counterpart: none; v0.32.0 has no token trees (`minispec/trees/eagle_tree.py` says where EAGLE-2's

@@ -52,7 +52,6 @@ from minispec import LLM, SamplingParams
 from minispec.bench.cold_start import cold_start_prompts, compiled_graphs
 from minispec.bench.roofline import cpu_description, torch_threads
 from minispec.compilation.decorators import QUIET_AUTOTUNE
-from minispec.spec_decode.metrics import SpecDecodingStats
 from minispec.teach.theory import expected_tokens_per_step
 from minispec.zoo.trees import MEASURED_TREE
 
@@ -135,7 +134,7 @@ METHODS: dict[str, dict] = {
     # the head compiled: the first pass and the whole tree in one graph per drafting call (docs/performance.md)
     "EAGLE-2 tree compiled": {"method": "eagle", "model": "zoo:eagle", **EAGLE2, "enforce_eager": False},
     # FR-Spec: the head scores only the 1024 most frequent tokens (a quarter of the vocabulary, most held-out
-    # tokens), so each depth skips three quarters of the lm_head product (minispec/spec_decode/draft_vocab.py)
+    # tokens), so each depth skips three quarters of the lm_head product (minispec/model_executor/model_loader/draft_vocab.py)
     "EAGLE-2 FR-1024 compiled": {
         "method": "eagle",
         "model": "zoo:eagle",
@@ -379,7 +378,7 @@ def run(
         decode(llm, prompts[:batch_size], 16 if compiled else 4, batch_size)
         graphs = compiled_graphs()
         # plain and speculative take turns call by call, so a burst of load hits both; then the same, recorded
-        runner.spec_decoding_stats = SpecDecodingStats.new(k)  # counters of exactly these runs
+        runner.spec_decoding_stats = type(runner.spec_decoding_stats).new(k)  # counters of exactly these runs
         (plain_s, _, _), (spec_s, spec_tokens, _) = paired_decode(
             [plain, llm], prompts, max_tokens, batch_size, repeats, refill
         )

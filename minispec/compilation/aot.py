@@ -9,8 +9,8 @@ and Inductor's wrappers, paths that are out of the caches right after the target
 such as Medusa's heads that is a large share of it (docs/performance.md). AOTInductor compiles the exported graph,
 wrapper included, into a shared library: one call from the host, no Python between the kernels, no guards. The
 price: sizes only within the exported ranges, the example's dtypes and devices (anything else takes
-`torch.compile`'s graph), and a compile per proposer. Used by `minispec/spec_decode/medusa.py` and
-`minispec/trees/eagle_tree.py` (`_draft_in_graph`).
+`torch.compile`'s graph), and a compile per proposer. Used by `medusa_drafting.py` (Medusa's heads, chain or
+tree) and `eagle_drafting.py` (`_draft_in_graph`: an EAGLE chain or EAGLE-2 tree).
 """
 
 from __future__ import annotations

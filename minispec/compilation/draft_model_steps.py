@@ -15,10 +15,11 @@ from collections.abc import Callable
 
 import torch
 
+from minispec.attention.decode_steps import DecodeSteps
 from minispec.attention.paged_attention import AttentionMetadata, to_device
 from minispec.compilation.decorators import compile_drafting_call
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.llm_base_proposer import GREEDY, DecodeSteps, DraftBatch, Drafts
+from minispec.spec_decode.llm_base_proposer import GREEDY, DraftBatch, Drafts
 
 
 class GreedyStepsInOneGraph:

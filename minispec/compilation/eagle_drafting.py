@@ -4,8 +4,8 @@ No vLLM counterpart: vLLM v0.32.0 replays a CUDA graph per depth. Here the first
 logits and top_k, and an EAGLE-2 tree's pruning compile into one function, so the framework's per-call cost is
 paid once per drafting call; a greedy chain runs as a tree of top_k 1. For one request the graph builds its
 metadata from the request's block ids (`_one_request_inputs`), and on a CPU it is compiled ahead of time
-(`minispec/compilation/aot.py`). The eager path it replaces is `EagleProposer`'s (`spec_decode/eagle.py`,
-`trees/eagle_tree.py`); it drafts the same tokens.
+(`minispec/compilation/aot.py`). The eager paths it replaces are `EagleProposer`'s (`spec_decode/eagle.py`) and
+`EagleTreeProposer`'s (`trees/eagle_tree_proposer.py`); it drafts the same tokens.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from minispec.compilation.decorators import compile_drafting_call, drafting_call
 from minispec.config import DynamicTreeConfig
 from minispec.sample.metadata import SamplingMetadata
 from minispec.spec_decode.llm_base_proposer import GREEDY, DraftBatch, Drafts
-from minispec.trees.eagle_tree import DraftKeys, DraftTree
+from minispec.trees.eagle_tree import DraftKeys, DraftTree, draft_keys, grow_tree, run_depth
+from minispec.trees.eagle_tree_proposer import EagleTreeProposer
 
 
 @dataclass
@@ -37,8 +38,8 @@ class FirstPass:
 
 
 class EagleInOneGraph:
-    """`compiled_propose` of a compiled EagleProposer: an EAGLE-2 tree, or a greedy chain, in one graph; None
-    (the eager path, each forward compiled) for static trees and sampled chains."""
+    """`compiled_propose` of a compiled EagleProposer (or EagleTreeProposer): an EAGLE-2 tree, or a greedy chain, in
+    one graph; None (the eager path, each forward compiled) for static trees and sampled chains."""
 
     def __init__(self, proposer) -> None:
         self.proposer = proposer
@@ -54,13 +55,15 @@ class EagleInOneGraph:
 
     def __call__(self, batch: DraftBatch, md: SamplingMetadata) -> Drafts | list[DraftTree] | None:
         p = self.proposer
-        if p.dynamic_tree is not None:
+        if isinstance(p, EagleTreeProposer):
+            if p.dynamic_tree is None:
+                return None  # a static tree
             tokens, parents, scores, frontiers, kept, kept_scores = self._draft_in_graph(batch, chain=False)
             trees, keep = pruned_trees(kept, kept_scores, batch.histories)
             if p.tree_log is not None:
                 p.log_expansions(trees, tokens, parents, scores, frontiers, keep)
             return trees
-        if p.tree is None and md is GREEDY and self.greedy_chain is not None:
+        if md is GREEDY and self.greedy_chain is not None:
             tokens, _, scores, *_ = self._draft_in_graph(batch, chain=True)  # [B, k] each
             return Drafts(tokens, [], [True] * len(batch.rows), [], [], scores=scores)
         return None
@@ -72,7 +75,7 @@ class EagleInOneGraph:
 
     def _draft_in_graph(self, batch, chain: bool):
         """`_grow_tree_in_graph`, compiled at its first call (a variant for one entry in the first pass, one for
-        several); returns what _grow_tree returns (the frontiers stacked, [depth, B, K], from the call compiled
+        several); returns what grow_tree returns (the frontiers stacked, [depth, B, K], from the call compiled
         ahead of time), then a tree's pruned tree (`prune`). `chain`: the greedy chain (a tree of top_k 1). A chain of
         one request multiplies one row at every depth: its own compiled function takes `one_row_options`
         (Inductor's own loops). One request's tree multiplies top_k rows: its function takes
@@ -99,7 +102,7 @@ class EagleInOneGraph:
             return self.compiled[key](
                 batch.input_ids, batch.hidden_states, block_ids, batch.num_computed_tokens[0], chain
             )
-        keys = p._draft_keys(batch, p.max_nodes_run)
+        keys = draft_keys(p, batch, p.max_nodes_run)
         return self.compiled[key](self._first_inputs(batch), keys, chain)
 
     def _ahead_of_time(self, kind: str, chain: bool):
@@ -155,7 +158,7 @@ class EagleInOneGraph:
         )
 
     def _grow_tree_in_graph(self, first, keys, chain: bool):
-        """The first pass, `_grow_tree` with every depth on the call's keys, and `prune`: what a compiled head
+        """The first pass, `grow_tree` with every depth on the call's keys, and `prune`: what a compiled head
         compiles whole, so the framework's per-call cost (guards, the graph's wrapper) is paid once per drafting
         call, not once per forward, and the tree's small tensor ops fuse. A chain keeps every node: no pruning."""
         p = self.proposer
@@ -164,13 +167,13 @@ class EagleInOneGraph:
             first.input_ids, first.positions, first.features, first.meta, first.last, forward
         )
 
-        def run_depth(tokens, hidden, depth, first_slot, seen):
-            return p._run_depth(keys, tokens, hidden, depth, first_slot, seen, forward)
+        def run(tokens, hidden, depth, first_slot, seen):
+            return run_depth(p, keys, tokens, hidden, depth, first_slot, seen, forward)
 
         if chain:
-            return p._grow_tree(root_out, root_feed, run_depth, self.greedy_chain, best_in_creation_order)
-        tokens, parents, scores, frontiers = p._grow_tree(
-            root_out, root_feed, run_depth, p.dynamic_tree, best_in_creation_order
+            return grow_tree(p, root_out, root_feed, run, self.greedy_chain, best_in_creation_order)
+        tokens, parents, scores, frontiers = grow_tree(
+            p, root_out, root_feed, run, p.dynamic_tree, best_in_creation_order
         )
         return (
             tokens,
@@ -187,7 +190,7 @@ class EagleInOneGraph:
         block_ids: torch.Tensor,
         num_computed_tokens: int,
     ) -> tuple[FirstPass, DraftKeys]:
-        """`_first_inputs` and `_draft_keys(batch, max_nodes_run)` for one request, built with tensor ops from its
+        """`_first_inputs` and `draft_keys(proposer, batch, max_nodes_run)` for one request, built with tensor ops from its
         block ids inside the one graph of a compiled head, as the draft model's `greedy_steps_one_request`: built on
         the host right after the target's forward, they cost 0.2 ms a call (docs/benchmarks.md). The new entries
         are c .. n - 1 (c = num_computed_tokens, n = c + T), the run slots n .. n + R - 1."""
@@ -225,7 +228,7 @@ class EagleInOneGraph:
 
 
 def prune(tokens: torch.Tensor, parents: torch.Tensor, scores: torch.Tensor, num_keep: int):
-    """`TreeDrafting._keep_best` with tensor ops, for the one graph of a compiled head: of the generated nodes
+    """`keep_best` (`trees/eagle_tree.py`) with tensor ops, for the one graph of a compiled head: of the generated nodes
     ([B, G] each), the num_keep best by score (ties: the earlier node) in creation order, as [B, 3, N] int64 (each
     kept node's index among the generated, its target id, its parent's number 1..N or 0 for the root) and their
     scores [B, N]. A kept node's parent is kept: a child never outscores its parent, and ties go to the earlier."""
@@ -255,7 +258,7 @@ def best_in_creation_order(scores: torch.Tensor, k: int) -> torch.Tensor:
 def pruned_trees(
     kept: torch.Tensor, kept_scores: torch.Tensor, histories
 ) -> tuple[list[DraftTree], list[list[int]]]:
-    """`TreeDrafting._keep_best`'s trees and kept nodes from `prune`'s tensors: one copy to the host, no sorting
+    """`keep_best`'s trees and kept nodes from `prune`'s tensors: one copy to the host, no sorting
     there."""
     trees, keeps = [], []
     for (keep, tokens, parents), scores, history in zip(kept.tolist(), kept_scores.tolist(), histories):

@@ -1,15 +1,15 @@
-"""EagleProposer: EAGLE-1 / EAGLE-3 drafting from the target's hidden states, as a chain or a tree.
+"""EagleProposer: EAGLE-1 / EAGLE-3 chains drafted from the target's hidden states.
 
 Chapter 4. vLLM v0.32.0 counterpart: `vllm/v1/spec_decode/eagle.py`, a thin subclass of
 `SpecDecodeBaseProposer` (`llm_base_proposer.py`) that passes hidden states to the model, as here: a chain runs
-the base's loop. Trees go beyond v0.32.0 (`minispec/trees/eagle_tree.py`). What differs: the head keeps its own paged KV cache
-and commits entries as the target's features arrive (`add_target_features`); the first pass runs past keys and
-values only at each request's last entry (`last_query_only`; vLLM runs every entry through the layer).
+the base's loop. Token trees go beyond v0.32.0: `EagleTreeProposer` (`minispec/trees/eagle_tree_proposer.py`).
+What differs: the head keeps its own paged KV cache and commits entries as the target's features arrive
+(`add_target_features`); the first pass runs past keys and values only at each request's last entry
+(`last_query_only`; vLLM runs every entry through the layer).
 
 Let x_0 .. x_{n-1} be a request's accepted tokens and f_p the target's feature at position p (known for
 p <= n - 2). Draft entry p reads (x_{p+1}, f_p), sits at RoPE position p and predicts x_{p+2}: the tokens are
-shifted left by one, as in vLLM. Entries drafted last step on the draft's own states are overwritten: that is
-the rollback.
+shifted left by one, as in vLLM. Entries drafted last step are overwritten: that is the rollback.
 """
 
 from __future__ import annotations
@@ -21,26 +21,14 @@ import torch
 from minispec.attention.paged_attention import padded_block_table
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.core.request import Request
-from minispec.spec_decode.draft_vocab import draft_vocab_of
+from minispec.model_executor.model_loader.draft_vocab import draft_vocab_of
 from minispec.spec_decode.llm_base_proposer import (
     DraftBatch,
     Drafts,
     SpecDecodeBaseProposer,
     in_inference_mode,
 )
-from minispec.trees.eagle_tree import DraftTree, DynamicTreeConfig, TreeDrafting, TreeExpansion
-from minispec.trees.spec_tree import SpecTree, check_tree_ranks
-
-
-def target_features(
-    hidden_states: torch.Tensor, aux_hidden_states, aux_layers: tuple[int, ...]
-) -> torch.Tensor:
-    """What the draft reads from the target's forward: the last hidden state (EAGLE-1), or the inputs of
-    the layers `aux_layers` side by side (EAGLE-3; `aux_hidden_states` lists each distinct layer once)."""
-    if not aux_layers:
-        return hidden_states  # [T, H]
-    index = {layer: i for i, layer in enumerate(sorted(set(aux_layers)))}
-    return torch.cat([aux_hidden_states[index[layer]] for layer in aux_layers], dim=-1)  # [T, 3H]
+from minispec.trees.eagle_tree import DraftTree
 
 
 @dataclass
@@ -59,11 +47,10 @@ class EagleBatch(DraftBatch):
     histories: list[list[int]] = field(default_factory=list)
 
 
-class EagleProposer(TreeDrafting, SpecDecodeBaseProposer):
+class EagleProposer(SpecDecodeBaseProposer):
     pass_hidden_states_to_model = True
     last_query_only = True  # the first pass computes past its keys and values only at each last entry
     needs_target_features = True  # the model runner calls add_target_features for every scheduled request
-    sibling_verification = True  # random rows verify tree siblings in turn (minispec/sample/tree_sampler.py)
 
     def __init__(
         self,
@@ -72,25 +59,17 @@ class EagleProposer(TreeDrafting, SpecDecodeBaseProposer):
         kv_cache_manager: KVCacheManager,
         k: int,
         max_model_len: int,
-        tree: SpecTree | None = None,
-        dynamic_tree: DynamicTreeConfig | None = None,
         draft_sample_method: str = "greedy",
     ):
         super().__init__(draft, kv_caches, kv_cache_manager, k, max_model_len, draft_sample_method)
-        if tree is not None and dynamic_tree is not None:
-            raise ValueError("give speculative_token_tree or a dynamic tree config, not both")
         self.draft = draft  # the head (the same module as self.model)
-        self.tree = tree
-        self.dynamic_tree = dynamic_tree
-        self.last_trees: dict[str, DraftTree] = {}
-        self.tree_log: list[tuple[str, DraftTree]] | None = None  # set to [] to keep every step's trees
-        if tree is not None:
-            self._init_static_tree(tree)
+        self.last_trees: dict[str, DraftTree] = {}  # each request's drafts of its last step
+        self.tree_log: list[tuple[str, DraftTree]] | None = None  # set to [] to keep every step's drafts
 
     @classmethod
-    def from_config(cls, spec, target_runner) -> EagleProposer:
+    def from_config(cls, spec, target_runner, **kwargs) -> EagleProposer:
         """As v0.32.0's `EagleProposer(vllm_config, device, runner)` with its `load_model`: the EAGLE-1 or EAGLE-3
-        head on this target, in its dtype, with its own one-layer paged KV cache."""
+        head on this target, in its dtype, with its own one-layer paged KV cache. `kwargs`: a subclass's own."""
         from minispec.core.kv_cache_utils import allocate_kv_caches
         from minispec.model_executor.model_loader import SPEC_MODEL, check_kind, resolve_model_path
         from minispec.model_executor.models.llama_eagle import EagleLlamaForCausalLM
@@ -107,49 +86,27 @@ class EagleProposer(TreeDrafting, SpecDecodeBaseProposer):
             raise ValueError(f"speculative_config model={spec.model!r}: {e}") from e
         if spec.draft_vocab_size is not None:  # FR-Spec: the head scores only the most frequent tokens
             draft.set_draft_vocab(draft_vocab_of(path, draft.config.vocab_size, spec.draft_vocab_size))
-        check_tree_ranks(
-            spec, draft.draft_vocab_size
-        )  # the whole vocabulary unless FR-Spec or EAGLE-3 narrow it
-        num_blocks, block_size = target_runner.num_blocks, target_runner.block_size
-        cfg = draft.config
-        caches = allocate_kv_caches(
-            1,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-            num_blocks,
-            block_size,
-            dtype,
-            device,
-            "the EAGLE head's KV cache",
-        )
+        num_blocks, block_size, cfg = target_runner.num_blocks, target_runner.block_size, draft.config
+        shape = (cfg.num_key_value_heads, cfg.head_dim, num_blocks, block_size)
+        caches = allocate_kv_caches(1, *shape, dtype, device, "the EAGLE head's KV cache")
         return cls(
             draft,
             caches,
             KVCacheManager(num_blocks, block_size),
             spec.num_speculative_tokens,
             target_runner.max_model_len,
-            tree=target_runner.spec_tree,
-            dynamic_tree=spec.dynamic_tree,
             draft_sample_method=spec.draft_sample_method,
+            **kwargs,
         )
 
     @property
-    def is_tree(self) -> bool:
-        return self.tree is not None or self.dynamic_tree is not None
-
-    @property
     def max_draft_depth(self) -> int:
-        if self.dynamic_tree is not None:
-            return self.dynamic_tree.depth + 1
-        return self.tree.depth if self.tree is not None else self.k
+        """Drafts on the longest path of one proposal."""
+        return self.k
 
     @property
     def max_nodes_run(self) -> int:
         """Draft entries beyond the committed ones that one proposal writes."""
-        if self.dynamic_tree is not None:
-            return self.dynamic_tree.depth * self.dynamic_tree.top_k
-        if self.tree is not None:
-            return sum(len(nodes) for nodes in self._static_run_nodes)
         return self.k - 1
 
     # ---- bookkeeping --------------------------------------------------------------------------------
@@ -169,12 +126,8 @@ class EagleProposer(TreeDrafting, SpecDecodeBaseProposer):
         for request_id in request_ids:
             self.last_trees.pop(request_id, None)
 
-    def spec_tree_for(self, request_id: str) -> SpecTree | None:
-        tree = self.last_trees.get(request_id)
-        return tree.spec_tree() if tree is not None else None
-
     def record_accepted(self, request_id: str, accepted_nodes: list[int]) -> None:
-        """The model runner reports which nodes of the request's last tree the target accepted."""
+        """The model runner reports which drafts (nodes of the request's last tree) the target accepted."""
         tree = self.last_trees.get(request_id)
         if tree is not None:
             tree.accepted = list(accepted_nodes)
@@ -225,7 +178,7 @@ class EagleProposer(TreeDrafting, SpecDecodeBaseProposer):
         return batch
 
     def _ready(self, state: EagleState, history: list[int]) -> bool:
-        """Features must cover every position but the last, and the tree must fit in the model."""
+        """Features must cover every position but the last, and the drafts must fit in the model."""
         have = state.num_computed_tokens + sum(f.shape[0] for f in state.features)
         if have != len(history) - 1:
             return False
@@ -246,24 +199,21 @@ class EagleProposer(TreeDrafting, SpecDecodeBaseProposer):
     def draft_to_target(self, ids: torch.Tensor) -> torch.Tensor:
         return self.draft.draft_to_target(ids)
 
-    def run_first_pass(self, batch: DraftBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first pass's outputs at each request's last entry, for logits and to feed back ([B, H] each)."""
-        meta, last = self.set_inputs_first_pass(batch)
-        return self.model_forward(batch.input_ids, meta.slot_positions, batch.hidden_states, meta, last)
+    def finish_batch(self, batch: EagleBatch, drafts: Drafts) -> list[list[int]]:
+        return self.keep_trees(batch.request_ids, self._chain_trees(batch, drafts))
 
-    def draft_tokens(self, batch: EagleBatch, md) -> Drafts | list[DraftTree]:
-        return self._draft_tree(batch, batch.histories) if self.is_tree else self._draft_chain(batch, md)
-
-    def finish_batch(self, batch: EagleBatch, drafts: Drafts | list[DraftTree]) -> list[list[int]]:
-        """Each request's tree of this step (a chain is a tree of one branch), kept for verification."""
-        trees = drafts if isinstance(drafts, list) else self._chain_trees(batch, drafts)
-        for request_id, tree in zip(batch.request_ids, trees):
+    def keep_trees(self, request_ids: list[str], trees: list[DraftTree]) -> list[list[int]]:
+        """Each request's drafts of this step as a tree (a chain is a tree of one branch), kept until the model
+        runner reports what it accepted (`record_accepted`), and in `tree_log` when it is on."""
+        for request_id, tree in zip(request_ids, trees):
             self.last_trees[request_id] = tree
             if self.tree_log is not None:
                 self.tree_log.append((request_id, tree))
         return [list(tree.tokens) for tree in trees]
 
     def _chain_trees(self, batch: EagleBatch, drafts: Drafts) -> list[DraftTree]:
+        """Each chain as a tree of one branch with its cumulative draft log-probabilities; a sampled row's
+        draft probabilities, over the target's vocabulary, go to `draft_probs` for the rejection sampler."""
         scores = drafts.scores
         if scores is None:  # every depth's score at once: one log_softmax instead of one per depth
             ids = torch.stack(drafts.draft_ids, dim=1)  # [B, k]
@@ -278,12 +228,4 @@ class EagleProposer(TreeDrafting, SpecDecodeBaseProposer):
         return trees
 
 
-__all__ = [
-    "DraftTree",
-    "DynamicTreeConfig",
-    "EagleBatch",
-    "EagleProposer",
-    "EagleState",
-    "TreeExpansion",
-    "target_features",
-]
+__all__ = ["EagleBatch", "EagleProposer", "EagleState"]

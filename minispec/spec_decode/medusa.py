@@ -1,9 +1,9 @@
-"""MedusaProposer: drafts from Medusa heads over the target's last hidden state, as a chain or a tree.
+"""MedusaProposer: a chain drafted by Medusa heads over the target's last hidden state.
 
-Chapter 3. vLLM counterpart: `vllm/v1/spec_decode/medusa.py` (chain mode only there: head i's argmax);
-tree mode follows FasterDecoding/Medusa (`generate_candidates` in `medusa/model/utils.py`). How the heads
-draft: `MedusaProposer`. Beyond vLLM: speculative_config `draft_vocab_size` (FR-Spec, `frequent_tokens`).
-Compiled heads draft in one graph per call through the seam `compiled_propose` (minispec/compilation/).
+Chapter 3. vLLM v0.32.0 counterpart: `vllm/v1/spec_decode/medusa.py` (head i's argmax), as here. Token trees go
+beyond v0.32.0: `MedusaTreeProposer` (`minispec/trees/medusa_tree_proposer.py`). Beyond vLLM too: speculative_config
+`draft_vocab_size` (FR-Spec, `frequent_tokens`). Compiled heads draft in one graph per call through the seam
+`compiled_propose` (minispec/compilation/).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import torch
 from minispec.core.request import Request
 from minispec.model_executor.models.medusa import Medusa
 from minispec.sample.metadata import SamplingMetadata
-from minispec.trees.spec_tree import SpecTree, check_tree_ranks
 
 
 class MedusaProposer:
@@ -24,43 +23,32 @@ class MedusaProposer:
     The target's forward at the request's last accepted token t gave the hidden state h_t (after the final
     norm); the target's lm_head turned it into token t + 1, which was just sampled. Head i turns the same h_t
     into a guess for token t + 2 + i, so one cheap call on h_t drafts every position at once (the heads never
-    see each other's guesses):
+    see each other's guesses): draft i = argmax of head i, for i < num_speculative_tokens.
 
-    - chain mode: draft i = argmax of head i, for i < num_speculative_tokens;
-    - tree mode: node with rank path p at depth d = head d-1's candidate of rank p[-1] (its top-k list), so
-      siblings are a head's alternatives; the tree's nodes are returned in tree order and the model runner
-      verifies them in one forward with the tree attention mask (see `minispec/trees/spec_tree.py`).
-
-    Drafts are deterministic (top-k of the heads), so the rejection sampler treats them as one-hot and
+    Drafts are deterministic (the heads' argmax), so the rejection sampler treats them as one-hot and
     sampling stays lossless; typical acceptance (`minispec/sample/typical_acceptance.py`) is the Medusa
     paper's alternative.
     """
 
     needs_target_hidden_states = True  # the model runner passes the hidden state at each last valid token
 
-    def __init__(self, heads: Medusa, num_speculative_tokens: int, tree: SpecTree | None = None):
-        needed = tree.depth if tree is not None else num_speculative_tokens
-        if needed > heads.num_heads:
-            what = (
-                f"a token tree of depth {needed}" if tree is not None else f"num_speculative_tokens={needed}"
+    def __init__(self, heads: Medusa, num_speculative_tokens: int):
+        if num_speculative_tokens > heads.num_heads:
+            raise ValueError(
+                f"num_speculative_tokens={num_speculative_tokens} needs {num_speculative_tokens} Medusa heads; "
+                f"the checkpoint has {heads.num_heads}"
             )
-            raise ValueError(f"{what} needs {needed} Medusa heads; the checkpoint has {heads.num_heads}")
         self.heads = heads
-        self.num_heads = needed
-        self.tree = tree
+        self.num_heads = num_speculative_tokens  # head i drafts position i
         # the seam: compiled heads draft through one graph per call (minispec/compilation/), None when eager
         self.compiled_propose: Callable[[torch.Tensor], torch.Tensor] | None = None
-        if tree is not None:
-            self.topk = 1 + max(p[-1] for p in tree.paths)
-            self.node_index = (tree.tree_indices(self.topk)[1:] - 1).to(
-                heads.heads[0][-1].weight.device
-            )  # [N]
 
     @classmethod
-    def from_config(cls, spec, target_runner) -> MedusaProposer:
-        """As v0.32.0's `MedusaProposer(vllm_config, device)` with its `load_model`: heads trained on this target."""
+    def from_config(cls, spec, target_runner, **kwargs) -> MedusaProposer:
+        """As v0.32.0's `MedusaProposer(vllm_config, device)` with its `load_model`: heads trained on this target.
+        `kwargs`: a subclass's own."""
         from minispec.model_executor.model_loader import SPEC_MODEL, check_kind, resolve_model_path
-        from minispec.model_executor.models.medusa import load_medusa
+        from minispec.model_executor.model_loader.medusa_loader import load_medusa
 
         path = resolve_model_path(spec.model, SPEC_MODEL)
         check_kind(path, "medusa", SPEC_MODEL, spec.model)
@@ -80,8 +68,7 @@ class MedusaProposer:
             token_map = cls.frequent_tokens(spec, path, heads)
             if token_map.numel() < heads.config.vocab_size:  # the whole vocabulary needs no map
                 heads.set_token_map(token_map)
-        check_tree_ranks(spec, heads.config.draft_vocab_size)
-        return cls(heads, spec.num_speculative_tokens, target_runner.spec_tree)
+        return cls(heads, spec.num_speculative_tokens, **kwargs)
 
     @staticmethod
     def frequent_tokens(spec, path, heads: Medusa) -> torch.Tensor:
@@ -90,7 +77,7 @@ class MedusaProposer:
 
         The heads then score only those n tokens: vLLM's truncated vocabulary (`truncated_vocab_size` and
         `token_map`), chosen when the engine loads (`Medusa.set_token_map`) instead of in the checkpoint."""
-        from minispec.spec_decode.draft_vocab import draft_vocab_of
+        from minispec.model_executor.model_loader.draft_vocab import draft_vocab_of
 
         where = f"speculative_config model={spec.model!r} with draft_vocab_size={spec.draft_vocab_size}"
         if not heads.config.original_lm_head:
@@ -121,17 +108,12 @@ class MedusaProposer:
         return self.draft_token_ids(target_hidden_states).tolist()
 
     def draft_token_ids(self, target_hidden_states: torch.Tensor) -> torch.Tensor:
-        """[B, H] -> the drafts as target ids: [B, k] (head i's argmax) or [B, N] (the tree's nodes in tree order).
-        Calls the heads' own forward, so that a compiled proposer compiles this whole function as one graph."""
+        """[B, H] -> the drafts as target ids, [B, k]: head i's argmax. Calls the heads' own forward, so that a
+        compiled proposer compiles this whole function as one graph."""
+        return self.heads.draft_to_target(self.head_logits(target_hidden_states).argmax(dim=-1)).T  # [B, k]
+
+    def head_logits(self, target_hidden_states: torch.Tensor) -> torch.Tensor:
+        """[num_heads, B, draft vocab]: ranks over the draft vocabulary, mapped to target ids afterwards, draft
+        what ranking vLLM's -inf-filled full-vocabulary logits drafts, without building them."""
         hidden = target_hidden_states.to(self.heads.dtype)
-        # ranks over the draft vocabulary, then target ids: the drafts of ranking vLLM's -inf-filled
-        # full-vocabulary logits, without building them
-        logits = type(self.heads).forward(self.heads, hidden, self.num_heads, on_target_vocab=False)
-        # logits: [num_heads, B, draft_vocab]
-        if self.tree is None:
-            return self.heads.draft_to_target(logits.argmax(dim=-1)).T  # [B, k]
-        candidates = self.heads.draft_to_target(
-            logits.topk(self.topk, dim=-1).indices
-        )  # [num_heads, B, topk]
-        flat = candidates.permute(1, 0, 2).reshape(hidden.shape[0], -1)  # [B, num_heads * topk]
-        return flat[:, self.node_index]  # [B, N] in tree order
+        return type(self.heads).forward(self.heads, hidden, self.num_heads, on_target_vocab=False)

@@ -1,10 +1,11 @@
-"""Speculative decoding statistics (chapters 2, 3, 4 and 8); vLLM: `vllm/v1/spec_decode/metrics.py`.
+"""Speculative decoding statistics (chapters 2 and 8); vLLM: `vllm/v1/spec_decode/metrics.py`.
 
 The model runner calls `observe_draft` once per request per verification with how many tokens were drafted
-and how many were accepted (tree verification calls `observe_tree` instead). As in vLLM, `SpecDecodingLogging`
-sums steps into one log line and `SpecDecodingProm` feeds vLLM's Prometheus counters (minispec/metrics/ reads
-them back for `LLM.get_metrics()`). Beyond vLLM v0.32.0: V0's two statistics, per-depth views for token trees,
-and the stats' own `log_line` and `prometheus_counters`. Which number means what: `SpecDecodingStats`.
+and how many were accepted. As in vLLM, `SpecDecodingLogging` sums steps into one log line and
+`SpecDecodingProm` feeds vLLM's Prometheus counters (minispec/metrics/ reads them back for `LLM.get_metrics()`).
+Beyond vLLM v0.32.0: V0's two statistics and the stats' own `log_line` and `prometheus_counters`; token trees
+count per depth in a subclass (`TreeDecodingStats`, minispec/trees/metrics.py). Which number means what:
+`SpecDecodingStats`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ DIFFUSION_COUNTERS = [
 
 @dataclass
 class SpecDecodingStats:
-    """Counters aggregated over one or more engine steps (vLLM's fields, plus the tree's per-depth view).
+    """Counters aggregated over one or more engine steps (vLLM's fields, and the drafts per position).
 
     From these counters come three numbers that are easy to confuse:
 
@@ -57,21 +58,15 @@ class SpecDecodingStats:
 
     and V0's two (vLLM V0 `vllm/spec_decode/metrics.py`): `draft_acceptance_rate` = accepted / drafted tokens
     (of the accepted prefix, as V1 counts) and `system_efficiency` = emitted / (num_drafts * (k + 1)).
-
-    Token trees verify many nodes per step but accept one path, so their acceptance rate is small by design (a
-    15-node tree emitting 4 tokens a step accepts 3 of 15 nodes, 20%). For trees the per-position lists are per
-    depth (position i = depth i + 1 on the accepted path); `nodes_per_step` is the nodes verified per step.
     """
 
-    num_spec_tokens: int  # drafts per step: k for a chain, the node count for a tree
+    num_spec_tokens: int  # drafts per step: k (a tree's node count for TreeDecodingStats)
     num_drafts: int = 0  # verifications (one per request per step that carried drafts)
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
     num_accepted_tokens_per_pos: list[int] = field(default_factory=list)  # [num_spec_tokens]
     num_draft_tokens_per_pos: list[int] = field(default_factory=list)  # [num_spec_tokens]
-    # trees only: nodes verified at each depth, and accepted at each depth (index 0 = depth 1)
-    num_draft_tokens_per_depth: list[int] | None = None
-    num_accepted_tokens_per_depth: list[int] | None = None
+    is_tree = False  # True for TreeDecodingStats
 
     def __post_init__(self) -> None:
         if not isinstance(self.num_spec_tokens, int) or self.num_spec_tokens < 0:
@@ -102,49 +97,22 @@ class SpecDecodingStats:
         for pos in range(num_draft_tokens):
             self.num_draft_tokens_per_pos[pos] += 1
 
-    def observe_tree(self, nodes_per_depth: list[int], num_accepted_tokens: int) -> None:
-        """Record one request's tree verification: `nodes_per_depth[d]` nodes at depth d + 1, and an accepted
-        path of `num_accepted_tokens` nodes (one per depth, from depth 1)."""
-        num_nodes = sum(nodes_per_depth)  # internal invariants: asserted, as v0.32.0's observe_draft
-        assert 0 <= num_accepted_tokens <= len(nodes_per_depth) and num_nodes <= self.num_spec_tokens
-        self.observe_draft(num_nodes, num_accepted_tokens)
-        depth = max(len(nodes_per_depth), len(self.num_draft_tokens_per_depth or []))
-        drafted = _padded(self.num_draft_tokens_per_depth, depth)
-        accepted = _padded(self.num_accepted_tokens_per_depth, depth)
-        for d, n in enumerate(nodes_per_depth):
-            drafted[d] += n
-        for d in range(num_accepted_tokens):
-            accepted[d] += 1
-        self.num_draft_tokens_per_depth, self.num_accepted_tokens_per_depth = drafted, accepted
-
     def delta(self, before: SpecDecodingStats) -> SpecDecodingStats:
         """The counters gathered since the snapshot `before` (e.g. `copy.deepcopy(stats)` after a warm-up)."""
         if before.num_spec_tokens != self.num_spec_tokens:
             raise ValueError(
                 f"before has num_spec_tokens={before.num_spec_tokens}, expected {self.num_spec_tokens}"
             )
-
-        def minus(a: list[int] | None, b: list[int] | None) -> list[int] | None:
-            if a is None:
-                return None
-            return [x - y for x, y in zip(a, _padded(b, len(a)))]
-
-        return SpecDecodingStats(
+        return type(self)(
             self.num_spec_tokens,
             self.num_drafts - before.num_drafts,
             self.num_draft_tokens - before.num_draft_tokens,
             self.num_accepted_tokens - before.num_accepted_tokens,
-            minus(self.num_accepted_tokens_per_pos, before.num_accepted_tokens_per_pos),
-            minus(self.num_draft_tokens_per_pos, before.num_draft_tokens_per_pos),
-            minus(self.num_draft_tokens_per_depth, before.num_draft_tokens_per_depth),
-            minus(self.num_accepted_tokens_per_depth, before.num_accepted_tokens_per_depth),
+            _minus(self.num_accepted_tokens_per_pos, before.num_accepted_tokens_per_pos),
+            _minus(self.num_draft_tokens_per_pos, before.num_draft_tokens_per_pos),
         )
 
     # ---- derived numbers ----------------------------------------------------------------------------
-    @property
-    def is_tree(self) -> bool:
-        return self.num_draft_tokens_per_depth is not None
-
     @property
     def acceptance_rate(self) -> float:
         """Accepted / drafted tokens (0.0 before any draft). V0 called it draft_acceptance_rate."""
@@ -158,31 +126,16 @@ class SpecDecodingStats:
         return 1.0 + (self.num_accepted_tokens / self.num_drafts if self.num_drafts else 0.0)
 
     @property
-    def nodes_per_step(self) -> float:
-        """Draft tokens (tree nodes) verified per verification."""
-        return self.num_draft_tokens / self.num_drafts if self.num_drafts else 0.0
-
-    @property
     def per_position_acceptance_rates(self) -> list[float]:
-        """Accepted at position i / num_drafts: i < num_spec_tokens for a chain, one entry per depth for a tree."""
-        counts = self.num_accepted_tokens_per_depth if self.is_tree else self.num_accepted_tokens_per_pos
-        if not self.num_drafts:
-            return [0.0] * len(counts)
-        return [count / self.num_drafts for count in counts]
-
-    @property
-    def per_depth_acceptance_rates(self) -> list[float]:
-        """Trees: how often the accepted path reached depth d + 1 (the chain's per-position rates)."""
-        return self.per_position_acceptance_rates
+        """Accepted at position i / num_drafts, for i < num_spec_tokens (0.0 before any draft)."""
+        return [count / max(self.num_drafts, 1) for count in self.num_accepted_tokens_per_pos]
 
     @property
     def system_efficiency(self) -> float:
-        """vLLM V0's emitted / (num_drafts * (k + 1)): 1.0 when every draft and the bonus are kept. For a tree,
-        k is its depth (the most tokens one verification can emit, minus the bonus)."""
+        """vLLM V0's emitted / (num_drafts * (k + 1)): 1.0 when every draft and the bonus are kept."""
         if not self.num_drafts:
             return 0.0
-        k = len(self.num_draft_tokens_per_depth) if self.is_tree else self.num_spec_tokens
-        return (self.num_accepted_tokens + self.num_drafts) / (self.num_drafts * (k + 1))
+        return (self.num_accepted_tokens + self.num_drafts) / (self.num_drafts * (self.num_spec_tokens + 1))
 
     def prometheus_counters(self) -> dict[str, float | dict[str, float]]:
         """The values vLLM v0.32.0 exports under its Prometheus names (`..._per_pos` by position label)."""
@@ -196,8 +149,7 @@ class SpecDecodingStats:
         return out
 
     def log_line(self, elapsed_s: float | None = None) -> str:
-        """vLLM v0.32.0's SpecDecodingLogging line. Throughputs need `elapsed_s` (left out without it); a tree
-        logs per-depth rates and its nodes per step."""
+        """vLLM v0.32.0's SpecDecodingLogging line. Throughputs need `elapsed_s` (left out without it)."""
         if elapsed_s is not None and not elapsed_s > 0:
             raise ValueError(f"elapsed_s must be > 0, got {elapsed_s}")
         rate = 100 * self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else math.nan
@@ -207,14 +159,13 @@ class SpecDecodingStats:
             parts.append(f"Drafted throughput: {self.num_draft_tokens / elapsed_s:.2f} tokens/s")
         parts.append(f"Accepted: {self.num_accepted_tokens} tokens")
         parts.append(f"Drafted: {self.num_draft_tokens} tokens")
-        rates = ", ".join(f"{r:.3f}" for r in self.per_position_acceptance_rates)
-        if self.is_tree:
-            parts.append(f"Nodes verified per step: {self.nodes_per_step:.1f}")
-            parts.append(f"Per-depth acceptance rate: {rates}")
-        else:
-            parts.append(f"Per-position acceptance rate: {rates}")
+        parts += self._rate_parts(", ".join(f"{r:.3f}" for r in self.per_position_acceptance_rates))
         parts.append(f"Avg Draft acceptance rate: {rate:.1f}%")
         return "SpecDecoding metrics: " + ", ".join(parts)
+
+    def _rate_parts(self, rates: str) -> list[str]:
+        """The log line's per-position part (a tree's stats log per depth)."""
+        return [f"Per-position acceptance rate: {rates}"]
 
 
 SPEC_DECODING_LOG = (
@@ -345,6 +296,5 @@ def create_metric_per_engine(metric, per_engine_labelvalues: dict[int, list[obje
     return {idx: metric.labels(*labelvalues) for idx, labelvalues in per_engine_labelvalues.items()}
 
 
-def _padded(values: list[int] | None, length: int) -> list[int]:
-    values = list(values or [])
-    return values + [0] * (length - len(values))
+def _minus(a: list[int], b: list[int]) -> list[int]:
+    return [x - y for x, y in zip(a, b)]

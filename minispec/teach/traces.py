@@ -496,8 +496,8 @@ def eagle_first_pass(llm, tokens: list[int]) -> list[int]:
     one causal pass of minispec's target and draft, as the proposer's first pass runs it."""
     from minispec.attention.paged_attention import causal_metadata
     from minispec.core.kv_cache_utils import allocate_kv_caches
-    from minispec.spec_decode.eagle import target_features
     from minispec.teach.medusa_accuracy import causal_forward
+    from minispec.worker.spec_decode_model_runner_mixin import target_features
 
     if len(tokens) < 2:
         raise ValueError(f"tokens has {len(tokens)} entries; EAGLE's first pass needs at least 2")

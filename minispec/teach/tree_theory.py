@@ -69,7 +69,7 @@ def path_probability(path: Sequence[int], accept_probs) -> float:
 
 def per_depth_acceptance(tree, accept_probs) -> list[float]:
     """[depth] P(the accepted path reaches depth d + 1): the sum of the path probabilities at that depth, the
-    model's counterpart of SpecDecodingStats.per_depth_acceptance_rates."""
+    model's counterpart of TreeDecodingStats.per_depth_acceptance_rates."""
     spec = _as_tree(tree)
     out = [0.0] * spec.depth
     for path in spec.paths:

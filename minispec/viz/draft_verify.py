@@ -268,7 +268,7 @@ def plot_spec_decode_layout(
     """
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
-    from minispec.spec_decode.metadata import calc_spec_decode_metadata
+    from minispec.worker.spec_decode_model_runner_mixin import calc_spec_decode_metadata
 
     num_draft = [int(d) for d in num_draft_tokens]
     cu_sched = [int(c) for c in cu_num_scheduled_tokens]

@@ -14,13 +14,14 @@ requests are flattened into one varlen batch:
 Logits are computed only at `logits_indices`: for a plain step, the last token of each request; for a
 speculative step, every draft position plus the bonus position.
 
-Token trees (chapters 3 and 4): drafts that form a tree are verified in the same forward with a tree mask
-and depth-based RoPE positions; that code lives in `tree_verification.py`, which this class inherits.
+What only speculative decoding needs (the drafter, verifying chains, proposing) lives in
+`spec_decode_model_runner_mixin.py`; token trees (chapters 3 and 4), verified in the same forward with a tree mask
+and depth-based RoPE positions, in `tree_verification.py`. This class inherits both.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -30,24 +31,17 @@ from minispec.compilation.seams import compile_model, install_compiled_drafting
 from minispec.config import SpeculativeConfig, VllmConfig
 from minispec.core.request import Request
 from minispec.core.sched.output import SchedulerOutput
-from minispec.model_executor.layers.quantization.int8 import quantize_linear_layers
 from minispec.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
 from minispec.model_executor.models.llama import LlamaForCausalLM
 from minispec.outputs import Logprob
 from minispec.sample.logprobs import LogprobsTensors
 from minispec.sample.metadata import SamplingMetadata
-from minispec.sample.rejection_sampler import MAX_SPEC_LEN, RejectionSampler
 from minispec.sample.sampler import Sampler
 from minispec.sample.typical_acceptance import TypicalAcceptanceSampler
-from minispec.spec_decode.draft_model import DraftModelProposer
-from minispec.spec_decode.dynamic.utils import validate_and_normalize_dynamic_sd_schedule
-from minispec.spec_decode.eagle import EagleProposer, target_features
-from minispec.spec_decode.medusa import MedusaProposer
-from minispec.spec_decode.metadata import calc_spec_decode_metadata
 from minispec.spec_decode.metrics import SpecDecodingStats
-from minispec.spec_decode.ngram_proposer import NgramProposer, pack_token_ids
-from minispec.spec_decode.suffix_decoding import BatchRows, SuffixDecodingProposer, SuffixInputBatch
-from minispec.trees.spec_tree import SpecTree, build_spec_tree
+from minispec.spec_decode.suffix_decoding import SuffixDecodingProposer
+from minispec.trees.spec_tree import SpecTree
+from minispec.worker.spec_decode_model_runner_mixin import SpecDecodeModelRunnerMixin
 from minispec.worker.step_record import PhaseTimer, StepRecord
 from minispec.worker.tree_verification import TreeVerificationMixin, VerificationRecord
 
@@ -74,7 +68,7 @@ class InputBatch:
     sampling_rows: list[int]  # requests that reach the end of their tokens this step (they sample)
 
 
-class ModelRunner(TreeVerificationMixin):
+class ModelRunner(SpecDecodeModelRunnerMixin, TreeVerificationMixin):
     def __init__(
         self,
         model: LlamaForCausalLM,
@@ -120,57 +114,6 @@ class ModelRunner(TreeVerificationMixin):
                 dispatch_cpu_unquantized_gemm(net)
         if self.drafter is not None and not drafter_eager:
             install_compiled_drafting(self.drafter)
-
-    def _drafter_network(self) -> torch.nn.Module | None:
-        """The drafter's own network: a draft model, an EAGLE head, Medusa's heads (None for n-gram lookup)."""
-        for name, kind in (
-            ("model", DraftModelProposer),
-            ("draft", EagleProposer),
-            ("heads", MedusaProposer),
-        ):
-            if isinstance(self.drafter, kind):
-                return getattr(self.drafter, name)
-        return None
-
-    @staticmethod
-    def check_speculative_config(spec: SpeculativeConfig) -> SpecTree | None:
-        """The limits of what the runner builds from `spec`, checked before any checkpoint is read (the engine
-        calls this first): at most MAX_SPEC_LEN drafts, and a token tree that `build_spec_tree` accepts."""
-        if spec.num_speculative_tokens > MAX_SPEC_LEN:
-            raise ValueError(
-                f"num_speculative_tokens={spec.num_speculative_tokens} must be <= {MAX_SPEC_LEN}, the most "
-                "drafts per request the rejection sampler verifies in one step (MAX_SPEC_LEN)"
-            )
-        if spec.num_speculative_tokens_per_batch_size is not None:  # the scheduler builds its lookup from it
-            validate_and_normalize_dynamic_sd_schedule(spec.num_speculative_tokens_per_batch_size)
-        return build_spec_tree(spec)
-
-    def _init_spec_decode(self, spec: SpeculativeConfig) -> None:
-        """As v0.32.0's GPUModelRunner.__init__: the drafter, built (and its model loaded) from the config."""
-        self.spec_tree = self.check_speculative_config(spec)  # before the drafter, which reads it
-        if spec.method == "ngram":
-            self.drafter = NgramProposer(self.vllm_config)
-        elif spec.method == "suffix":
-            self.drafter = SuffixDecodingProposer(self.vllm_config)
-            self.suffix_rows = BatchRows()  # the row order of vLLM's persistent batch
-        elif spec.method == "draft_model":
-            self.drafter = DraftModelProposer.from_config(spec, self)
-        elif spec.method == "medusa":
-            self.drafter = MedusaProposer.from_config(spec, self)
-        elif spec.method in ("eagle", "eagle3"):
-            self.drafter = EagleProposer.from_config(spec, self)
-            self.aux_hidden_layers = tuple(sorted(set(self.drafter.draft.aux_hidden_layers)))
-        else:
-            raise ValueError(f"speculative_config method={spec.method!r} has no proposer")
-        if spec.quantization is not None:  # as vLLM's loader: the draft's weights quantized once loaded
-            quantize_linear_layers(self._drafter_network())
-        self.rejection_sampler = RejectionSampler(self.sampler, spec, self.device)
-        if spec.acceptance_method == "typical_acceptance_sampler":
-            self.typical_acceptance_sampler = TypicalAcceptanceSampler(
-                spec.posterior_threshold, spec.posterior_alpha, self.sampler
-            )
-        self.disable_by_batch_size = spec.disable_by_batch_size
-        self.spec_decoding_stats = SpecDecodingStats.new(spec.num_speculative_tokens)
 
     # ---- inputs -------------------------------------------------------------------------------------
     def _prepare_inputs(
@@ -331,142 +274,6 @@ class ModelRunner(TreeVerificationMixin):
         record.positions = batch.positions.cpu().numpy()
         record.query_start_loc = batch.query_start_loc.copy()
         record.slot_mapping = batch.attn_metadata.slot_mapping.cpu().numpy()
-
-    def propose_draft_token_ids(
-        self,
-        reqs: list[Request],
-        sampled_token_ids: list[list[int]],
-        sampling_metadata: SamplingMetadata,
-        hidden_states: torch.Tensor,  # [T, H] the target's last hidden states of this step
-        last_index: np.ndarray,  # [B_s] the flat row of each request's last accepted token
-        scheduled: list[Request] | None = None,  # the step's requests (vLLM's input batch); default: reqs
-        num_speculative_tokens: int | None = None,  # this step's k (dynamic speculation); None: the config's
-    ) -> list[list[int]]:
-        """Drafts for the next step, one list per sampling request (vLLM: one branch per method)."""
-        method = self.speculative_config.method
-        if method == "suffix":
-            return self._propose_suffix(reqs if scheduled is None else scheduled, reqs, sampled_token_ids)
-        if method == "ngram":
-            histories = [
-                np.asarray(r.all_token_ids + new, dtype=np.int64) for r, new in zip(reqs, sampled_token_ids)
-            ]
-            num_tokens_no_spec, token_ids_cpu = pack_token_ids(histories)  # vLLM's InputBatch arrays
-            k = self.drafter.k if num_speculative_tokens is None else num_speculative_tokens
-            return self.drafter.propose(k, sampled_token_ids, num_tokens_no_spec, token_ids_cpu)
-        if method == "medusa":
-            if len(last_index) == 1:  # one request: its row as a view, not a gather
-                rows = hidden_states[int(last_index[0]) : int(last_index[0]) + 1]  # [1, H]
-            else:
-                rows = hidden_states[
-                    torch.as_tensor(last_index, dtype=torch.long, device=self.device)
-                ]  # [B, H]
-            return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata, rows)
-        # draft_model, eagle, eagle3
-        return self.drafter.propose(reqs, sampled_token_ids, sampling_metadata, num_speculative_tokens)
-
-    def _propose_suffix(
-        self, scheduled: list[Request], reqs: list[Request], sampled_token_ids: list[list[int]]
-    ) -> list[list[int]]:
-        """vLLM's suffix branch over the whole step's batch, in vLLM's row order (a request that samples
-        nothing gets [] and keeps its trees; one that left is stopped); returns the drafts of `reqs`."""
-        new = {r.request_id: s for r, s in zip(reqs, sampled_token_ids)}
-        by_id = {r.request_id: r for r in scheduled}
-        rows = [by_id[i] for i in self.suffix_rows.update([r.request_id for r in scheduled])]
-        batch = SuffixInputBatch.from_histories(
-            [r.request_id for r in rows],
-            [r.all_token_ids + new.get(r.request_id, []) for r in rows],
-            [r.num_prompt_tokens for r in rows],
-        )
-        sampled = [new.get(r.request_id, []) for r in rows]
-        drafts = self.drafter.propose(self.drafter.num_speculative_tokens, batch, sampled)
-        drafts_of = dict(zip(batch.req_ids, drafts))
-        return [drafts_of[r.request_id] for r in reqs]
-
-    def _verify(self, so, batch, hidden_states, reqs, num_draft_tokens, sampling_metadata):
-        """One rejection-sampling pass over every request's drafts (chapter 2's step, batched). Returns the
-        emitted tokens per request and, when asked for, their logprobs (one LogprobsTensors per request)."""
-        drafts = [so.scheduled_spec_decode_tokens.get(r.request_id, []) for r in reqs]
-        metadata = calc_spec_decode_metadata(
-            num_draft_tokens,
-            batch.query_start_loc[1:][batch.sampling_rows],
-            [t for d in drafts for t in d],
-            self.device,
-        )
-        logits = self.model.compute_logits(
-            hidden_states[metadata.logits_indices]
-        )  # [num_draft_tokens + B, V]
-        md = replace(sampling_metadata, spec_token_ids=drafts)
-        if self.step_record is not None:
-            self.step_record.spec_decode_metadata = metadata
-            self.step_record.logits_indices = metadata.logits_indices.cpu().numpy()
-        if self.typical_acceptance_sampler is not None:
-            output = self.typical_acceptance_sampler(metadata, logits, md)
-        else:
-            output = self.rejection_sampler(
-                metadata, self._draft_probs(reqs, num_draft_tokens, drafts), logits, md
-            )
-        token_ids, logprobs = RejectionSampler.parse_output(
-            output.sampled_token_ids, self.vocab_size, output.logprobs_tensors
-        )
-        for n, accepted in zip(num_draft_tokens, token_ids):
-            if n:
-                self.spec_decoding_stats.observe_draft(n, len(accepted) - 1)
-        if self.verification_log is not None:
-            starts = np.cumsum([0, *(n + 1 for n in num_draft_tokens)])
-            for j, (r, d, tokens) in enumerate(zip(reqs, drafts, token_ids)):
-                if d:
-                    self.verification_log.append(
-                        VerificationRecord(
-                            r.request_id,
-                            list(range(-1, len(d))),
-                            list(d),
-                            logits[starts[j] : starts[j + 1]].cpu(),
-                            list(range(1, len(tokens))),
-                            tokens[-1],
-                            [],
-                        )
-                    )
-        return token_ids, logprobs
-
-    # ---- what EAGLE reads from the target --------------------------------------------------------------
-    def _hand_target_features(self, so: SchedulerOutput, batch: InputBatch, out, valid_rows: dict) -> None:
-        """Give a feature-reading drafter (EAGLE) the target's features at every scheduled request's valid
-        rows: all rows of a prompt chunk, or the root and accepted drafts of a verified step."""
-        if not getattr(self.drafter, "needs_target_features", False):
-            return
-        layers = self.drafter.draft.aux_hidden_layers
-        for i, r in enumerate(so.scheduled_requests):
-            index = valid_rows.get(i)
-            if index is None:
-                index = slice(int(batch.query_start_loc[i]), int(batch.query_start_loc[i + 1]))
-            if not isinstance(
-                index, slice
-            ):  # a tree's accepted path (int64); a slice is a view, not a gather
-                index = torch.from_numpy(index).to(self.device)
-            aux = [a[index] for a in out.aux_hidden_states] if out.aux_hidden_states else None
-            self.drafter.add_target_features(
-                r.request_id, target_features(out.hidden_states[index], aux, layers)
-            )
-
-    def _record_accepted(self, request_id: str, nodes: list[int]) -> None:
-        record = getattr(self.drafter, "record_accepted", None)
-        if record is not None:
-            record(request_id, nodes)
-
-    def _draft_probs(self, reqs, num_draft_tokens, drafts) -> torch.Tensor | None:
-        """[num_draft_tokens, V] for the rejection sampler: sampled drafts' probabilities, one-hot elsewhere;
-        None when every draft is one-hot (greedy drafters, n-gram)."""
-        stored = getattr(self.drafter, "draft_probs", {})
-        with_drafts = [(r, n, d) for r, n, d in zip(reqs, num_draft_tokens, drafts) if n]
-        if all(r.request_id not in stored for r, _, _ in with_drafts):
-            return None
-        rows = []
-        for r, n, d in with_drafts:
-            probs = stored.get(r.request_id)
-            if probs is None:
-                probs = torch.nn.functional.one_hot(torch.tensor(d), self.vocab_size).float().to(self.device)
-            rows.append(probs[:n])
-        return torch.cat(rows)
 
 
 def _to_logprob_dicts(

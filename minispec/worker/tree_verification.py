@@ -6,10 +6,10 @@ The references are Medusa's `tree_decoding` / `evaluate_posterior` (FasterDecodi
 `evaluate_posterior`. Kept apart from `model_runner.py` so the chain path reads on its own; `ModelRunner`
 inherits these methods.
 
-A request's drafts are the nodes of its tree (a static `SpecTree`, or the drafter's own EAGLE-2 tree). They are
-verified in one forward with the tree mask and RoPE positions context + depth; the accepted path's keys and
-values are then copied onto consecutive slots, so the scheduler's usual rollback
-(num_computed = context + 1 + accepted) leaves the cache plain decoding would hold.
+A request's drafts are the nodes of its tree (a static `SpecTree`, or the drafter's own EAGLE-2 tree; the tree
+proposers are in `minispec/trees/`), verified in one forward with the tree mask and RoPE positions context + depth
+and counted per depth (`TreeDecodingStats`). The accepted path's keys and values are then copied onto consecutive
+slots, so the scheduler's rollback (num_computed = context + 1 + accepted) leaves the cache plain decoding holds.
 """
 
 from __future__ import annotations
@@ -45,15 +45,15 @@ class VerificationRecord:
 
 
 class TreeVerificationMixin:
-    """Methods of ModelRunner that only tree drafts (Medusa trees, EAGLE static and dynamic trees) use."""
+    """Methods of ModelRunner that only tree drafts (MedusaTreeProposer's, EagleTreeProposer's) use."""
 
     @property
     def _uses_trees(self) -> bool:
         return self.spec_tree is not None or getattr(self.drafter, "is_tree", False)
 
     def _tree_for(self, request_id: str, num_nodes: int) -> SpecTree:
-        """The tree a request's drafts form: the drafter's own (EAGLE-2 trees differ per request and step), or
-        the configured static tree; cut to the nodes the scheduler kept."""
+        """The tree a request's drafts form: the drafter's own (`EagleTreeProposer.spec_tree_for`: EAGLE-2 trees
+        differ per request and step), or the configured static tree; cut to the nodes the scheduler kept."""
         tree_for = getattr(self.drafter, "spec_tree_for", None)
         tree = tree_for(request_id) if tree_for is not None else None
         if tree is None:  # a request without drafts this step: its tree is the root alone

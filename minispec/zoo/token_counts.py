@@ -2,7 +2,7 @@
 
 Part of the model zoo; no vLLM counterpart. Writes `token_counts.json` into each head folder given (by default
 the zoo's EAGLE-1 head and Medusa heads), which speculative_config `draft_vocab_size` reads
-(`minispec/spec_decode/draft_vocab.py`). Counting the training split, not the held-out one the benchmarks
+(`minispec/model_executor/model_loader/draft_vocab.py`). Counting the training split, not the held-out one the benchmarks
 decode, keeps the vocabulary choice honest.
 
     python -m minispec.zoo.token_counts [--folders FOLDER ...] [--max-files N]
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from minispec.spec_decode.draft_vocab import write_token_counts
+from minispec.model_executor.model_loader.draft_vocab import write_token_counts
 from minispec.zoo import MODELS_DIR, corpus
 
 

@@ -37,10 +37,10 @@ import torch
 import torch.nn.functional as F
 
 from minispec.attention.paged_attention import AttentionMetadata
+from minispec.model_executor.model_loader.draft_vocab import frequency_ranked
 from minispec.model_executor.models.llama import LlamaArchConfig
 from minispec.model_executor.models.llama_eagle import EagleLlamaForCausalLM
 from minispec.model_executor.models.llama_eagle3 import Eagle3LlamaForCausalLM
-from minispec.spec_decode.draft_vocab import frequency_ranked
 from minispec.zoo import MODELS_DIR, corpus
 from minispec.zoo.evaluate import eval_windows, load_model
 from minispec.zoo.train import lr_at, sample_batch

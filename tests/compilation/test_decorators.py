@@ -9,7 +9,7 @@ import torch
 from minispec import LLM, SamplingParams
 from minispec.compilation import decorators
 from minispec.model_executor.layers.utils import packable_dtypes
-from minispec.spec_decode.draft_vocab import write_token_counts
+from minispec.model_executor.model_loader.draft_vocab import write_token_counts
 from tests.eagle_models import make_eagle, make_eagle3, randomize
 from tests.hf_models import VOCAB, make_model_dir
 

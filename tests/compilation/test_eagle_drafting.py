@@ -3,12 +3,11 @@ eager tree's sorts (trees/eagle_tree.py)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import torch
 
 from minispec.compilation.eagle_drafting import best_in_creation_order, prune, pruned_trees
-from minispec.trees.eagle_tree import DynamicTreeConfig, TreeDrafting, next_frontier
+from minispec.config import DynamicTreeConfig
+from minispec.trees.eagle_tree import keep_best, next_frontier
 
 
 def test_best_in_creation_order_is_a_stable_sort_then_a_sort():
@@ -22,7 +21,7 @@ def test_best_in_creation_order_is_a_stable_sort_then_a_sort():
 
 
 def _expansion(cfg: DynamicTreeConfig, num_reqs: int, gen: torch.Generator):
-    """Generated nodes as `_grow_tree` lays them out: the root's top_k children, then top_k^2 children a depth of
+    """Generated nodes as `grow_tree` lays them out: the root's top_k children, then top_k^2 children a depth of
     top_k nodes among the ones before, each child scoring its parent's score plus a log-probability <= 0."""
     k = cfg.top_k
     tokens = torch.randint(0, 1000, (num_reqs, cfg.num_generated), generator=gen)
@@ -43,11 +42,10 @@ def _expansion(cfg: DynamicTreeConfig, num_reqs: int, gen: torch.Generator):
 def test_prune_keeps_the_trees_keep_best_keeps():
     gen = torch.Generator().manual_seed(1)
     for cfg in (DynamicTreeConfig(16, 4, 2), DynamicTreeConfig(10, 3, 3), DynamicTreeConfig(5, 4, 1)):
-        host = SimpleNamespace(dynamic_tree=cfg)
         for _ in range(30):
             tokens, parents, scores = _expansion(cfg, 3, gen)
             histories = [[7, 8], [9], [5, 6, 4]]
-            want, want_keep = TreeDrafting._keep_best(host, tokens, parents, scores, histories)
+            want, want_keep = keep_best(tokens, parents, scores, histories, cfg.num_nodes)
             got, got_keep = pruned_trees(*prune(tokens, parents, scores, cfg.num_nodes), histories)
             assert got_keep == want_keep
             for a, b in zip(got, want):

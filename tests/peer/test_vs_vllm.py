@@ -151,8 +151,8 @@ def test_vllm_refuses_its_own_truncated_medusa_format_by_default(tmp_path):
     import torch
 
     from minispec import zoo
-    from minispec.model_executor.models.medusa import load_medusa
-    from minispec.spec_decode.draft_vocab import draft_vocab_of
+    from minispec.model_executor.model_loader.draft_vocab import draft_vocab_of
+    from minispec.model_executor.model_loader.medusa_loader import load_medusa
 
     heads = load_medusa(zoo.path("medusa"), torch.bfloat16)
     heads.set_token_map(draft_vocab_of(zoo.path("medusa"), 4096, 1024))

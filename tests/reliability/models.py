@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 from minispec.model_executor.model_loader import get_model
+from minispec.model_executor.model_loader.draft_vocab import write_token_counts
 from minispec.model_executor.models.medusa import Medusa, MedusaConfig
-from minispec.spec_decode.draft_vocab import write_token_counts
 from tests.eagle_models import make_eagle, make_eagle3, randomize
 from tests.hf_models import VOCAB, make_model_dir
 

@@ -1,5 +1,6 @@
 """EagleProposer on random drafts: the paged draft cache gives the drafts a dense recomputation gives, across
-steps with rejections; chain, static and EAGLE-2 dynamic trees agree where they must."""
+steps with rejections. The tests that run every mode also run EagleTreeProposer's static and EAGLE-2 dynamic
+trees (their own tests: tests/trees/test_eagle_tree_proposer.py)."""
 
 from types import SimpleNamespace
 
@@ -7,9 +8,12 @@ import pytest
 import torch
 
 from minispec.compilation.eagle_drafting import EagleInOneGraph
+from minispec.config import DynamicTreeConfig
 from minispec.core.kv_cache_manager import KVCacheManager
 from minispec.sample.metadata import SamplingMetadata
-from minispec.spec_decode.eagle import DynamicTreeConfig, EagleProposer
+from minispec.spec_decode.eagle import EagleProposer
+from minispec.trees.eagle_tree import draft_keys
+from minispec.trees.eagle_tree_proposer import EagleTreeProposer
 from minispec.trees.spec_tree import SpecTree
 from minispec.zoo.train_eagle import draft_forward
 from tests.eagle_models import make_eagle, make_eagle3, make_target
@@ -24,9 +28,11 @@ def drafts(tmp_path_factory):
 
 
 def proposer(draft, k=4, **kw):
+    """A chain proposer, or a tree proposer when `kw` gives a tree or a dynamic tree."""
     shape = (64 * 8, draft.config.num_key_value_heads, draft.config.head_dim)
     kv = [torch.zeros(2, *shape)]
-    return EagleProposer(draft, kv, KVCacheManager(64, 8), k, 256, **kw)
+    cls = EagleTreeProposer if {"tree", "dynamic_tree"} & kw.keys() else EagleProposer
+    return cls(draft, kv, KVCacheManager(64, 8), k, 256, **kw)
 
 
 def feature_dim(draft):
@@ -89,39 +95,6 @@ def test_chain_drafts_match_a_dense_unrolled_forward(drafts, name):
             hidden = torch.cat([torch.zeros_like(feed[:, :1]), feed[:, :-1]], dim=1)
 
 
-@pytest.mark.parametrize("name", ["eagle", "eagle3"])
-def test_trees_agree_with_the_chain_and_are_well_formed(drafts, name):
-    draft = drafts[name]
-    gen = torch.Generator().manual_seed(2)
-    tokens = torch.randint(3, 96, (20,), generator=gen).tolist()
-    features = torch.randn(19, feature_dim(draft), generator=gen)
-    chain = run(proposer(draft, k=4), "a", tokens, features)
-    line = SpecTree.from_paths([(0,) * d for d in range(1, 5)])
-    assert run(proposer(draft, tree=line), "a", tokens, features) == chain
-    top1 = DynamicTreeConfig(total_tokens=5, depth=3, top_k=1)
-    assert run(proposer(draft, dynamic_tree=top1), "a", tokens, features) == chain
-
-    prop = proposer(draft, dynamic_tree=DynamicTreeConfig(total_tokens=12, depth=3, top_k=3))
-    nodes = run(prop, "a", tokens, features)
-    tree = prop.last_trees["a"]
-    assert len(nodes) == 11 and tree.tokens == nodes and tree.root_token == tokens[-1]
-    assert all(0 <= p < i for i, p in enumerate(tree.parents[1:], start=1))  # parents before children
-    for i, p in enumerate(tree.parents[1:], start=1):
-        if p > 0:
-            assert tree.scores[i - 1] <= tree.scores[p - 1] + 1e-6  # a path's log-prob only falls
-    siblings = [tuple(nodes[c - 1] for c in prop.spec_tree_for("a").children(u)) for u in range(12)]
-    assert all(len(set(s)) == len(s) for s in siblings)  # distinct candidates under each node
-    # the best depth-1 node is the chain's first draft
-    assert nodes[0] == chain[0]
-
-
-def test_dynamic_tree_config_validates():
-    with pytest.raises(ValueError, match="top_k"):
-        DynamicTreeConfig(total_tokens=8, depth=2, top_k=0)
-    with pytest.raises(ValueError, match="total_tokens=30"):
-        DynamicTreeConfig(total_tokens=30, depth=1, top_k=2)
-
-
 TREES = {
     "static": {"tree": SpecTree.from_paths([(0,), (1,), (0, 0), (1, 0), (0, 0, 0)])},
     "dynamic": {"dynamic_tree": DynamicTreeConfig(total_tokens=9, depth=3, top_k=3)},
@@ -157,72 +130,6 @@ def test_a_batch_drafts_what_each_request_drafts_alone(drafts, name, mode):
     assert all(len(d) == len(got[0]) > 0 for d in got)
 
 
-def dense_path_log_probs(draft, tokens, features, path):
-    """Draft log-probs of each token of `path` (target ids, a root-to-node path of drafts) from the dense
-    training-time forward over history + path: the reference a tree node's score must equal."""
-    n, k = len(tokens), len(path)
-    seq = torch.tensor([tokens[1:] + path[:-1]])
-    t = seq.shape[1]
-    hidden = torch.zeros(1, t, draft.config.hidden_size)
-    hidden[0, : n - 1] = draft.combine_hidden_states(features)
-    shape = (k * t, draft.config.num_key_value_heads, draft.config.head_dim)
-    cache = torch.zeros(2, *shape)
-    vocab = getattr(draft, "draft_vocab_size", draft.config.vocab_size)
-    to_target = draft.draft_to_target(torch.arange(vocab)).tolist()
-    out_lp = []
-    with torch.no_grad():
-        for j in range(k):
-            out, feed = draft_forward(draft, seq, hidden, j, k, cache, "cpu")
-            logp = draft.compute_logits(out[0, n - 2 + j]).float().log_softmax(-1)
-            out_lp.append(float(logp[to_target.index(path[j])]))
-            hidden = torch.cat([torch.zeros_like(feed[:, :1]), feed[:, :-1]], dim=1)
-    return out_lp
-
-
-@pytest.mark.parametrize("name", ["eagle", "eagle3"])
-@pytest.mark.parametrize("mode", ["static", "dynamic"])
-def test_every_tree_node_scores_what_a_dense_forward_along_its_path_gives(drafts, name, mode):
-    """A node sees the committed entries and its ancestors, never a sibling or a cousin: its cumulative
-    log-prob equals the dense unrolled forward over its own path (a wrong tree mask moves the scores even where
-    it leaves the argmax alone)."""
-    draft = drafts[name]
-    gen = torch.Generator().manual_seed(3)
-    tokens = torch.randint(3, 96, (17,), generator=gen).tolist()
-    features = torch.randn(16, feature_dim(draft), generator=gen)
-    prop = proposer(draft, **TREES[mode])
-    run(prop, "a", tokens, features)
-    tree = prop.last_trees["a"]
-    for node in range(1, len(tree.parents)):
-        path, u = [], node
-        while u > 0:
-            path.insert(0, tree.tokens[u - 1])
-            u = tree.parents[u]
-        expected = sum(dense_path_log_probs(draft, tokens, features, path))
-        assert tree.scores[node - 1] == pytest.approx(expected, abs=1e-4), f"node {node}, path {path}"
-
-
-def test_keep_best_keeps_the_best_nodes_ties_to_the_earlier_and_renumbers_them():
-    """EAGLE-2's pruning against a reference: the total_tokens - 1 best scores (an equal score goes to the node
-    created first), kept in creation order, each parent renumbered (0 for the root)."""
-    from minispec.trees.eagle_tree import TreeDrafting
-
-    cfg = DynamicTreeConfig(total_tokens=5, depth=1, top_k=2)  # 2 + 4 generated nodes, 4 kept
-    holder = SimpleNamespace(dynamic_tree=cfg)
-    parents = torch.tensor([[-1, -1, 0, 0, 1, 1], [-1, -1, 0, 0, 1, 1]])  # [B, G]
-    tokens = torch.arange(12).view(2, 6) + 100
-    scores = torch.tensor(
-        [
-            [-1.0, -1.0, -2.0, -3.0, -1.5, -2.0],  # a tie at -2.0: node 2 before node 5
-            [-0.5, -0.7, -0.6, -0.9, -0.8, -0.6],
-        ]
-    )  # a tie at -0.6: node 2 before node 5
-    trees, keep = TreeDrafting._keep_best(holder, tokens, parents, scores, [[7], [8]])
-    assert keep == [[0, 1, 2, 4], [0, 1, 2, 5]]
-    assert [t.tokens for t in trees] == [[100, 101, 102, 104], [106, 107, 108, 111]]
-    assert [t.parents for t in trees] == [[-1, 0, 0, 1, 2], [-1, 0, 0, 1, 2]]
-    assert trees[0].scores == [-1.0, -1.0, -2.0, -1.5] and [t.root_token for t in trees] == [7, 8]
-
-
 @pytest.mark.parametrize("name", ["eagle", "eagle3"])
 @pytest.mark.parametrize("mode", ["chain k=4", "static", "dynamic"])
 def test_a_first_pass_of_last_queries_drafts_as_the_full_one(drafts, name, mode):
@@ -249,7 +156,7 @@ def test_a_first_pass_of_last_queries_drafts_as_the_full_one(drafts, name, mode)
 @pytest.mark.parametrize("mode", ["chain k=4", "dynamic"])
 def test_one_request_metadata_built_with_tensor_ops_equals_the_hosts(drafts, mode):
     """EagleInOneGraph._one_request_inputs (inside the one graph of a compiled head) builds the first pass's
-    metadata and the call's keys that the host builds with numpy (_first_inputs, _draft_keys)."""
+    metadata and the call's keys that the host builds with numpy (_first_inputs, draft_keys)."""
     kw = {"k": 4} if mode.startswith("chain") else TREES[mode]
     for last_only in (True, False):
         prop = proposer(drafts["eagle"], **kw)
@@ -261,7 +168,7 @@ def test_one_request_metadata_built_with_tensor_ops_equals_the_hosts(drafts, mod
         prop.add_target_features("a", features[10:])
         batch = prop.prepare_batch([request("a", tokens[:-1])], [tokens[-1:]])
         graph = EagleInOneGraph(prop)
-        host_first, host_keys = graph._first_inputs(batch), prop._draft_keys(batch, prop.max_nodes_run)
+        host_first, host_keys = graph._first_inputs(batch), draft_keys(prop, batch, prop.max_nodes_run)
         block_ids = torch.from_numpy(batch.block_table[0])
         first, keys = graph._one_request_inputs(
             batch.input_ids, batch.hidden_states, block_ids, batch.num_computed_tokens[0]

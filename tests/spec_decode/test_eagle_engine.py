@@ -8,7 +8,7 @@ import torch
 
 import minispec.zoo
 from minispec import LLM, SamplingParams
-from minispec.spec_decode.draft_vocab import draft_vocab_of, write_token_counts
+from minispec.model_executor.model_loader.draft_vocab import draft_vocab_of, write_token_counts
 from tests.eagle_models import bigram_target, make_eagle, make_eagle3, shortcut_eagle
 from tests.hf_models import load_hf, make_model_dir
 from tests.stats import chi_square_test

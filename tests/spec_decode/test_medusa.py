@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from minispec import LLM, SamplingParams, zoo
+from minispec.model_executor.model_loader.draft_vocab import draft_vocab_of, write_token_counts
 from minispec.model_executor.models.medusa import Medusa, MedusaConfig
-from minispec.spec_decode.draft_vocab import draft_vocab_of, write_token_counts
 from minispec.trees.spec_tree import SpecTree
 from minispec.zoo import corpus
 from tests.hf_models import VOCAB, load_hf, make_model_dir
@@ -354,16 +354,19 @@ def test_compiled_drafting_call_drafts_as_eager(models, tree):
     """Compiled heads draft in one graph per call (`MedusaInOneGraph`, "one row" at batch 1, "batch"
     otherwise): the same drafts as the eager call, for one request and for several."""
     from minispec.compilation.seams import compile_model, install_compiled_drafting
-    from minispec.model_executor.models.medusa import load_medusa
+    from minispec.model_executor.model_loader.medusa_loader import load_medusa
     from minispec.spec_decode.medusa import MedusaProposer
+    from minispec.trees.medusa_tree_proposer import MedusaTreeProposer
 
-    heads = load_medusa(models[2])
-    eager = MedusaProposer(heads, 3, SpecTree.from_paths(tree) if tree else None)
-    compiled = MedusaProposer(
-        compile_model(load_medusa(models[2]), torch.device("cpu")),
-        3,
-        SpecTree.from_paths(tree) if tree else None,
-    )
+    def proposer(heads):
+        return (
+            MedusaProposer(heads, 3)
+            if tree is None
+            else MedusaTreeProposer(heads, 3, SpecTree.from_paths(tree))
+        )
+
+    eager = proposer(load_medusa(models[2]))
+    compiled = proposer(compile_model(load_medusa(models[2]), torch.device("cpu")))
     install_compiled_drafting(compiled)
     hidden = torch.randn(8, 64, generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():

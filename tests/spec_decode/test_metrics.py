@@ -96,32 +96,14 @@ def test_draft_tokens_per_pos_and_prometheus_names():
     assert "nan%" in SpecDecodingStats.new(2).log_line()
 
 
-def test_tree_reports_per_depth():
-    stats = SpecDecodingStats.new(15)
-    stats.observe_tree([4, 6, 5], 3)  # 15 nodes over three depths, a path of three accepted
-    stats.observe_tree([4, 6, 5], 1)
-    assert stats.is_tree and stats.num_draft_tokens == 30
-    assert stats.per_position_acceptance_rates == [1.0, 0.5, 0.5]
-    assert stats.num_draft_tokens_per_depth == [8, 12, 10]
-    assert stats.mean_acceptance_length == 3.0 and stats.nodes_per_step == 15.0
-    assert stats.acceptance_rate == pytest.approx(4 / 30)
-    assert stats.system_efficiency == pytest.approx(6 / 8)
-    line = stats.log_line()
-    assert (
-        "Per-depth acceptance rate: 1.000, 0.500, 0.500" in line and "Nodes verified per step: 15.0" in line
-    )
-    with pytest.raises(AssertionError):  # an accepted path longer than the tree is deep
-        stats.observe_tree([2], 2)
-
-
-def test_delta_of_trees():
-    a = SpecDecodingStats.new(6)
-    a.observe_tree([2, 2], 1)
+def test_delta_of_a_chain():
+    a = SpecDecodingStats.new(3)
+    a.observe_draft(3, 1)
     snapshot = copy.deepcopy(a)
-    a.observe_tree([2, 2, 2], 3)
+    a.observe_draft(3, 3)
     d = a.delta(snapshot)
-    assert (d.num_drafts, d.num_accepted_tokens, d.num_draft_tokens_per_depth) == (1, 3, [2, 2, 2])
-    assert a.delta(SpecDecodingStats.new(6)).num_accepted_tokens_per_depth == [2, 1, 1]
+    assert (d.num_drafts, d.num_accepted_tokens, d.num_accepted_tokens_per_pos) == (1, 3, [1, 1, 1])
+    assert d.num_draft_tokens_per_pos == [1, 1, 1] and type(d) is SpecDecodingStats and not d.is_tree
     with pytest.raises(ValueError, match="num_spec_tokens"):
         a.delta(SpecDecodingStats.new(2))
 

@@ -155,7 +155,7 @@ class EagleLlamaForCausalLM(nn.Module):
     def set_draft_vocab(self, target_ids: torch.Tensor) -> None:
         """Score only the target ids `target_ids` (distinct, any order) when drafting: FR-Spec's reduced lm_head.
 
-        minispec's own (speculative_config `draft_vocab_size`, see `minispec/spec_decode/draft_vocab.py`): the
+        minispec's own (speculative_config `draft_vocab_size`, see `minispec/model_executor/model_loader/draft_vocab.py`): the
         logits then cover only those tokens, with the rows of the target's lm_head for them, copied once, and
         draft id d means target id d + d2t[d], EAGLE-3's convention. Neither is saved with the head: a
         checkpoint stays vLLM's EAGLE-1 format."""

@@ -1,7 +1,7 @@
 """Chapter 4's exercises (EAGLE): EAGLE-2's frontier and kept set from a table of scores, and draft ids mapped
 through EAGLE-3's `d2t`.
 
-vLLM has no counterpart. The kept set is computed by minispec's own pruning (`TreeDrafting._keep_best` in
+vLLM has no counterpart. The kept set is computed by minispec's own pruning (`keep_best` in
 `minispec/trees/eagle_tree.py`), the id map by `Eagle3LlamaForCausalLM.draft_to_target`
 (`minispec/model_executor/models/llama_eagle3.py`: target id = draft id + d2t[draft id]).
 """
@@ -42,13 +42,14 @@ def _frontier() -> list[int]:
 
 
 def _kept() -> list[int]:
-    from minispec.trees.eagle_tree import DynamicTreeConfig, TreeDrafting
+    from minispec.config import DynamicTreeConfig
+    from minispec.trees.eagle_tree import keep_best
 
-    cfg = SimpleNamespace(dynamic_tree=DynamicTreeConfig(TOTAL_TOKENS, 2, TOP_K))
+    cfg = DynamicTreeConfig(TOTAL_TOKENS, 2, TOP_K)
     tokens = torch.arange(len(EXPANSION))[None]  # [1, G]
     parents = torch.tensor([[p for _, p, _ in EXPANSION]])
     scores = torch.tensor([[s for _, _, s in EXPANSION]])
-    _, keep = TreeDrafting._keep_best(cfg, tokens, parents, scores, [[0]])
+    _, keep = keep_best(tokens, parents, scores, [[0]], cfg.num_nodes)
     return list(keep[0])
 
 

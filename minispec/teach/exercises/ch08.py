@@ -4,7 +4,7 @@ num_computed_tokens, which KV slots the new tokens write, and which rows get log
 vLLM has no counterpart. Every expected answer is computed by minispec's own engine code on a small hand-built
 state (no model is loaded): `Scheduler.schedule` and `Scheduler.update_from_output`
 (minispec/core/sched/scheduler.py), `ModelRunner._prepare_inputs` (minispec/worker/model_runner.py) and
-`calc_spec_decode_metadata` (minispec/spec_decode/metadata.py). The scenarios:
+`calc_spec_decode_metadata` (minispec/worker/spec_decode_model_runner_mixin.py). The scenarios:
 
 - "08.num_scheduled_tokens": token budget 32; request "0" (prompt 6, 3 tokens generated, 8 computed) holds 4
   drafts; request "1" (prompt 30) has computed an 8-token chunk; request "2" (prompt 9) is waiting. Answer: a
@@ -107,7 +107,7 @@ def slot_mapping() -> list[int]:
 
 def logits_indices() -> list[int]:
     """The rows whose logits the runner computes: every draft and bonus row of request 0, request 1's last."""
-    from minispec.spec_decode.metadata import calc_spec_decode_metadata
+    from minispec.worker.spec_decode_model_runner_mixin import calc_spec_decode_metadata
 
     batch, _, drafts = _slot_batch()
     num_drafts = [len(drafts.get(r, [])) for r in ("0", "1")]

@@ -1,4 +1,4 @@
-"""Tests for minispec/spec_decode/draft_vocab.py (FR-Spec's frequency-ranked draft vocabulary) and the zoo's
+"""Tests for minispec/model_executor/model_loader/draft_vocab.py (FR-Spec's frequency-ranked draft vocabulary) and the zoo's
 token counts (minispec/zoo/token_counts.py)."""
 
 import json
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import minispec.zoo
-from minispec.spec_decode.draft_vocab import (
+from minispec.model_executor.model_loader.draft_vocab import (
     TOKEN_COUNTS_FILE,
     draft_vocab_of,
     frequency_ranked,

@@ -126,7 +126,7 @@ def causal_metadata(
 
     `last_query_only`: every new token still writes its key and value, but only each request's last token
     queries (query_index [B, 1], output [B, H, D]): a one-layer drafter's first pass, whose other rows are read
-    only as keys and values (`EagleProposer._first_pass`)."""
+    only as keys and values (`EagleProposer.last_query_only`)."""
     block_table, context_lens, query_lens = (
         np.asarray(a, dtype=np.int64) for a in (block_table, context_lens, query_lens)
     )

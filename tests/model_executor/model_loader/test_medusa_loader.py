@@ -9,7 +9,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from minispec.model_executor.model_loader.medusa_loader import load_medusa
-from minispec.model_executor.models.medusa import Medusa, MedusaConfig
+from tests.model_executor.models.test_medusa import _shared_heads
 
 
 class _RefResBlock(nn.Module):  # the layout of FasterDecoding/Medusa's ResBlock: a `.linear` submodule
@@ -71,14 +71,6 @@ def test_medusa1_checkpoint_round_trip(tmp_path, num_layers):
         config = json.loads((out / "config.json").read_text())
         assert config["medusa_num_heads"] == 3 and config["medusa_num_layers"] == num_layers
         torch.testing.assert_close(load_medusa(out)(x), expected)
-
-
-def _shared_heads(vocab=40, hidden=16):
-    torch.manual_seed(0)
-    heads = Medusa(MedusaConfig(3, 1, hidden, vocab, original_lm_head=True))
-    for p in heads.parameters():
-        nn.init.normal_(p, std=0.3)
-    return heads
 
 
 def test_token_map_without_truncated_vocab_size_is_ignored(tmp_path):
